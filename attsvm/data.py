@@ -1,0 +1,398 @@
+r"""Data sets: validated, immutable arrays in the notation of THEORY §1.
+
+A data set holds $n$ inputs $(X_i, Y_i, z_i)$ and a fixed head $v$:
+
+=========  ===============  ==========================================================
+field      shape            meaning
+=========  ===============  ==========================================================
+``X``      (n, T, d)        tokens, row $t$ of $X_i$ is $x_{it}^\top$
+``Y``      (n,)             labels $Y_i\in\{\pm1\}$
+``Z``      (n, d)           queries $z_i$ (cross-attention)
+``v``      (d,)             linear head
+``alpha``  (n,) int         optional selection $\alpha\in[T]^n$ (default: $\mathrm{opt}$)
+=========  ===============  ==========================================================
+
+Other forms (``kind``):
+
+* ``"self"``: $z_i = x_{iq}$ with ``query_index`` $q$ (``Z`` is derived, not stored).
+* ``"sequence"``: ``Z`` (n, K, d) queries $z_{ik}$, ``Y`` (n, K) labels $Y_{ik}$, ``alpha`` (n, K).
+* ``"causal"``: $z_{ik}=x_{ik}$, $K=T$, query $k$ sees tokens $t\le k$; ``Y`` (n, T), ``alpha`` (n, T).
+
+A *batch* of same-shape data sets carries a leading axis ``B`` on every array (``v`` is (B, d)).
+
+Scores $\gamma_{it}=Y_i\,v^\top x_{it}$; the optimal token $\mathrm{opt}_i=\arg\max_t\gamma_{it}$
+must be unique unless ``alpha`` is given explicitly (a tie is an :class:`~attsvm.errors.InputError`).
+
+Every sequence/causal data set has a *flat view* (:meth:`Dataset.flat`): one row per query $(i,k)$,
+with tokens $X_i$, query $z_{ik}$, label $Y_{ik}$ and a visibility mask, so that every program and
+algorithm written for cross-attention serves the other forms too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import InputError
+
+KINDS = ("cross", "self", "sequence", "causal")
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(a)
+    a.setflags(write=False)
+    return a
+
+
+def _as_float(name: str, a: Any) -> np.ndarray:
+    try:
+        arr = np.asarray(a, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"field {name!r} is not numeric") from exc
+    if arr.size and not np.all(np.isfinite(arr)):
+        raise InputError(f"field {name!r} contains NaN or inf")
+    return arr
+
+
+@dataclass(frozen=True)
+class FlatView:
+    r"""One row per query: tokens ``X`` (..., N, T, d), queries ``Z`` (..., N, d), labels ``Y`` (..., N),
+    visibility ``mask`` (..., N, T) bool or None (all visible), selection ``alpha`` (..., N) or None,
+    ``owner`` (N,) the input index $i$ of each row, ``query`` (N,) its query index $k$."""
+
+    X: np.ndarray
+    Y: np.ndarray
+    Z: np.ndarray
+    v: np.ndarray
+    mask: np.ndarray | None
+    alpha: np.ndarray | None
+    owner: np.ndarray
+    query: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class Dataset:
+    r"""An immutable, validated attention data set (or a batch of them, leading axis B).
+
+    Construct with arrays; validation raises :class:`~attsvm.errors.InputError` with a one-line message
+    naming the offending field.
+    """
+
+    X: np.ndarray
+    Y: np.ndarray
+    Z: np.ndarray | None = None
+    v: np.ndarray | None = None
+    alpha: np.ndarray | None = None
+    kind: str = "cross"
+    query_index: int = 0
+    _opt: np.ndarray | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        set_ = lambda k, val: object.__setattr__(self, k, val)  # noqa: E731
+        if self.kind not in KINDS:
+            raise InputError(f"field 'kind' must be one of {KINDS}, got {self.kind!r}")
+        X = _as_float("X", self.X)
+        if X.ndim not in (3, 4):
+            raise InputError(f"field 'X' must have shape (n,T,d) or (B,n,T,d), got {X.shape}")
+        if 0 in X.shape:
+            raise InputError(f"field 'X' is empty (shape {X.shape})")
+        batched = X.ndim == 4
+        lead = X.shape[:-3]
+        n, T, d = X.shape[-3:]
+        if self.v is None:
+            raise InputError("field 'v' is missing")
+        v = _as_float("v", self.v)
+        if v.shape != (*lead, d):
+            raise InputError(f"field 'v' must have shape {(*lead, d)}, got {v.shape}")
+        Y = _as_float("Y", self.Y)
+        kind = self.kind
+        if kind == "self":
+            q = int(self.query_index)
+            if not 0 <= q < T:
+                raise InputError(f"field 'query_index' must lie in [0,{T}), got {q}")
+            if self.Z is not None:
+                raise InputError("field 'Z' must be absent for self-attention (it is X[:, query_index])")
+            Z = X[..., q, :]
+            qshape: tuple[int, ...] = ()
+        elif kind == "causal":
+            if self.Z is not None:
+                raise InputError("field 'Z' must be absent for causal data (queries are the tokens)")
+            Z = X
+            qshape = (T,)
+        else:
+            if self.Z is None:
+                raise InputError("field 'Z' is missing")
+            Z = _as_float("Z", self.Z)
+            if kind == "cross" and Z.ndim == len(lead) + 3:
+                kind = "sequence"
+            if kind == "cross":
+                if Z.shape != (*lead, n, d):
+                    raise InputError(f"field 'Z' must have shape {(*lead, n, d)}, got {Z.shape}")
+                qshape = ()
+            else:
+                if Z.ndim != len(lead) + 3 or Z.shape[:-2] != (*lead, n) or Z.shape[-1] != d:
+                    raise InputError(f"field 'Z' must have shape {(*lead, n, 'K', d)}, got {Z.shape}")
+                qshape = (Z.shape[-2],)
+        if Y.shape != (*lead, n, *qshape):
+            raise InputError(f"field 'Y' must have shape {(*lead, n, *qshape)}, got {Y.shape}")
+        if not np.all((Y == 1.0) | (Y == -1.0)):
+            raise InputError("field 'Y' must contain only +1 and -1 labels")
+        alpha = None
+        if self.alpha is not None:
+            a = np.asarray(self.alpha)
+            if a.dtype.kind == "f":
+                if not np.all(np.isfinite(a)) or np.any(a != np.round(a)):
+                    raise InputError("field 'alpha' must contain integer token indices")
+                a = a.astype(np.int64)
+            elif a.dtype.kind not in "iu":
+                raise InputError("field 'alpha' must contain integer token indices")
+            a = a.astype(np.int64)
+            if a.shape != (*lead, n, *qshape):
+                raise InputError(f"field 'alpha' must have shape {(*lead, n, *qshape)}, got {a.shape}")
+            hi = np.broadcast_to(np.arange(T) if kind == "causal" else np.full(qshape, T - 1), a.shape)
+            if np.any(a < 0) or np.any(a > hi):
+                what = "alpha[i,k] <= k" if kind == "causal" else f"[0,{T})"
+                raise InputError(f"field 'alpha' out of range (must lie in {what})")
+            alpha = _frozen(a)
+        set_("X", _frozen(X))
+        set_("Y", _frozen(Y))
+        set_("Z", _frozen(np.asarray(Z)))
+        set_("v", _frozen(v))
+        set_("alpha", alpha)
+        set_("kind", kind)
+        set_("query_index", int(self.query_index))
+        gam = self.scores
+        opt, tied = _argmax_unique(gam, self.visible)
+        if alpha is None and np.any(tied):
+            idx = tuple(int(j) for j in np.argwhere(tied)[0])
+            raise InputError(
+                f"tie for the optimal token at index {idx} (equal scores); pass an explicit selection 'alpha'"
+            )
+        set_("_opt", _frozen(opt))
+        del batched
+
+    # ------------------------------------------------------------------ shapes
+    @property
+    def batched(self) -> bool:
+        return self.X.ndim == 4
+
+    @property
+    def batch_size(self) -> int | None:
+        return self.X.shape[0] if self.batched else None
+
+    @property
+    def n(self) -> int:
+        return self.X.shape[-3]
+
+    @property
+    def T(self) -> int:
+        return self.X.shape[-2]
+
+    @property
+    def d(self) -> int:
+        return self.X.shape[-1]
+
+    @property
+    def K(self) -> int | None:
+        """Queries per input for sequence/causal data, else None."""
+        if self.kind == "sequence":
+            return self.Z.shape[-2]
+        if self.kind == "causal":
+            return self.T
+        return None
+
+    # ------------------------------------------------------------------ derived
+    @property
+    def visible(self) -> np.ndarray | None:
+        """Causal visibility mask (K, T) (query k sees t <= k), else None."""
+        if self.kind != "causal":
+            return None
+        return np.tril(np.ones((self.T, self.T), dtype=bool))
+
+    @property
+    def scores(self) -> np.ndarray:
+        r"""$\gamma_{it}=Y_i v^\top x_{it}$: shape (..., n, T), or (..., n, K, T) for sequence/causal."""
+        vx = np.einsum("...ntd,...d->...nt", self.X, self.v)
+        if self.kind in ("sequence", "causal"):
+            return self.Y[..., None] * vx[..., None, :]
+        return self.Y[..., None] * vx
+
+    @property
+    def opt(self) -> np.ndarray:
+        r"""$\mathrm{opt}_i=\arg\max_t\gamma_{it}$ (first index on ties; ties are rejected unless alpha)."""
+        return self._opt
+
+    @property
+    def selection(self) -> np.ndarray:
+        """``alpha`` if given, else ``opt``."""
+        return self.alpha if self.alpha is not None else self._opt
+
+    def with_alpha(self, alpha: Any) -> Dataset:
+        """A copy with another selection (None: back to opt; ties then raise)."""
+        return Dataset(self.X, self.Y, self._stored_Z(), self.v, alpha, self.kind, self.query_index)
+
+    def _stored_Z(self) -> np.ndarray | None:
+        return None if self.kind in ("self", "causal") else self.Z
+
+    # ------------------------------------------------------------------ batching
+    def __len__(self) -> int:
+        if not self.batched:
+            raise TypeError("len() of a single data set; use .n")
+        return self.X.shape[0]
+
+    def __getitem__(self, b: int) -> Dataset:
+        if not self.batched:
+            raise TypeError("indexing a single data set; use .X[i] etc.")
+        pick = lambda a: None if a is None else a[b]  # noqa: E731
+        return Dataset(
+            self.X[b], self.Y[b], pick(self._stored_Z()), self.v[b], pick(self.alpha), self.kind, self.query_index
+        )
+
+    def __iter__(self):
+        for b in range(len(self)):
+            yield self[b]
+
+    @staticmethod
+    def stack(items: list[Dataset]) -> Dataset:
+        """Stack same-shape single data sets into a batch (alpha kept only if all have one)."""
+        if not items:
+            raise InputError("cannot stack an empty list of data sets")
+        f = items[0]
+        for it in items:
+            if it.batched or it.X.shape != f.X.shape or it.kind != f.kind or it.Z.shape != f.Z.shape:
+                raise InputError("data sets to stack must be single and of the same shape and kind")
+        alpha = np.stack([it.selection for it in items]) if any(it.alpha is not None for it in items) else None
+        Z = None if f.kind in ("self", "causal") else np.stack([it.Z for it in items])
+        return Dataset(
+            np.stack([it.X for it in items]),
+            np.stack([it.Y for it in items]),
+            Z,
+            np.stack([it.v for it in items]),
+            alpha,
+            f.kind,
+            f.query_index,
+        )
+
+    # ------------------------------------------------------------------ flat view
+    def flat(self) -> FlatView:
+        """One row per query (see module docstring). Cross/self data: the rows are the inputs."""
+        lead = self.X.shape[:-3]
+        n, T, d = self.X.shape[-3:]
+        if self.kind in ("cross", "self"):
+            return FlatView(
+                self.X, self.Y, self.Z, self.v, None, self.selection, np.arange(n), np.zeros(n, dtype=np.int64)
+            )
+        K = self.K
+        Xf = np.broadcast_to(self.X[..., :, None, :, :], (*lead, n, K, T, d)).reshape(*lead, n * K, T, d)
+        Zf = self.Z.reshape(*lead, n * K, d)
+        Yf = self.Y.reshape(*lead, n * K)
+        af = self.selection.reshape(*lead, n * K)
+        mask = None
+        if self.kind == "causal":
+            mask = np.broadcast_to(self.visible[None], (n, K, T)).reshape(n * K, T)
+            mask = np.broadcast_to(mask, (*lead, n * K, T))
+        owner = np.repeat(np.arange(n), K)
+        query = np.tile(np.arange(K), n)
+        return FlatView(Xf, Yf, Zf, self.v, mask, af, owner, query)
+
+    # ------------------------------------------------------------------ io
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"X": self.X, "Y": self.Y, "v": self.v, "kind": self.kind}
+        if self._stored_Z() is not None:
+            out["Z"] = self.Z
+        if self.kind == "self":
+            out["query_index"] = self.query_index
+        if self.alpha is not None:
+            out["alpha"] = self.alpha
+        return out
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write ``.npz`` (default) or ``.json`` atomically (nothing half-written on failure)."""
+        return save(self, path)
+
+
+def _argmax_unique(gam: np.ndarray, visible: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    g = gam if visible is None else np.where(visible, gam, -np.inf)
+    opt = np.argmax(g, axis=-1)
+    mx = np.take_along_axis(g, opt[..., None], axis=-1)
+    tied = np.sum(g == mx, axis=-1) > 1
+    return opt.astype(np.int64), tied
+
+
+# ---------------------------------------------------------------------- io
+_FIELDS = {"X", "Y", "Z", "v", "alpha", "kind", "query_index"}
+
+
+def from_mapping(m: dict[str, Any], source: str = "input") -> Dataset:
+    """Build a data set from a mapping of field names (as in a .npz or .json file)."""
+    unknown = set(m) - _FIELDS
+    if unknown:
+        raise InputError(f"{source}: unknown field {sorted(unknown)[0]!r}")
+    for req in ("X", "Y", "v"):
+        if req not in m:
+            raise InputError(f"{source}: field {req!r} is missing")
+    kind = m.get("kind", None)
+    kind = str(np.asarray(kind)) if kind is not None else None
+    q = m.get("query_index", None)
+    if kind is None:
+        kind = "self" if ("Z" not in m and q is not None) else "cross"
+    if kind == "cross" and "Z" not in m:
+        raise InputError(f"{source}: field 'Z' is missing")
+    try:
+        qi = int(np.asarray(q)) if q is not None else 0
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{source}: field 'query_index' is not an integer") from exc
+    return Dataset(m["X"], m["Y"], m.get("Z"), m["v"], m.get("alpha"), kind, qi)
+
+
+def load(path: str | os.PathLike) -> Dataset:
+    """Load a data set from ``.npz`` (``allow_pickle=False``) or ``.json``; one-line errors."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"{p}: no such file")
+    if p.is_dir():
+        raise InputError(f"{p}: is a directory, expected a .npz or .json file")
+    if p.stat().st_size == 0:
+        raise InputError(f"{p}: empty file")
+    if p.suffix.lower() == ".json":
+        try:
+            raw = json.loads(p.read_text())
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise InputError(f"{p}: not valid JSON ({exc.__class__.__name__})") from exc
+        if not isinstance(raw, dict):
+            raise InputError(f"{p}: expected a JSON object with fields X, Y, Z, v")
+        return from_mapping(raw, str(p))
+    try:
+        with np.load(p, allow_pickle=False) as f:
+            m = {k: f[k] for k in f.files}
+    except ValueError as exc:
+        raise InputError(f"{p}: cannot read .npz ({str(exc).splitlines()[0]})") from exc
+    except Exception as exc:  # zipfile.BadZipFile, OSError, EOFError, ...
+        raise InputError(f"{p}: not a valid .npz file") from exc
+    return from_mapping(m, str(p))
+
+
+def save(ds: Dataset, path: str | os.PathLike) -> Path:
+    """Save atomically: write to a temporary file beside ``path`` and rename."""
+    p = Path(path)
+    d = ds.to_dict()
+    tmp = p.with_name(p.name + ".tmp-attsvm")
+    try:
+        if p.suffix.lower() == ".json":
+            obj = {k: (np.asarray(v).tolist() if isinstance(v, np.ndarray) else v) for k, v in d.items()}
+            tmp.write_text(json.dumps(obj))
+        else:
+            if p.suffix.lower() != ".npz":
+                p = p.with_suffix(p.suffix + ".npz") if p.suffix else p.with_suffix(".npz")
+            with open(tmp, "wb") as fh:
+                np.savez(fh, **{k: np.asarray(v) for k, v in d.items()})
+        os.replace(tmp, p)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return p

@@ -1,0 +1,52 @@
+"""Test configuration: Hypothesis profiles, torch seeds, markers.
+
+Profiles: ``ci`` (derandomised, small budgets; chosen when ``CI=true``), ``thorough`` (local default),
+``dev`` (quick local iteration). ``HYPOTHESIS_PROFILE`` overrides the choice.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    max_examples=15,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile("dev", max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile(
+    "thorough", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+_default = "ci" if os.environ.get("CI", "").lower() in ("1", "true", "yes") else "thorough"
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", _default))
+
+
+@pytest.fixture(autouse=True)
+def _torch_seed():
+    """Explicit, per-test torch seed (only if torch is already imported by the test)."""
+    import sys
+
+    if "torch" in sys.modules:
+        sys.modules["torch"].manual_seed(0)
+    yield
+
+
+def pytest_collection_modifyitems(config, items):
+    """CUDA tests skip visibly when no GPU is present."""
+    try:
+        import torch
+
+        has_cuda = torch.cuda.is_available()
+    except Exception:  # pragma: no cover
+        has_cuda = False
+    if not has_cuda:
+        skip = pytest.mark.skip(reason="needs a CUDA device (none present): GPU check not run")
+        for it in items:
+            if "cuda" in it.keywords:
+                it.add_marker(skip)
