@@ -20,9 +20,7 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.register_profile("dev", max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile(
-    "thorough", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+settings.register_profile("thorough", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 _default = "ci" if os.environ.get("CI", "").lower() in ("1", "true", "yes") else "thorough"
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", _default))
 
