@@ -24,7 +24,9 @@ from ..errors import InputError
 class Constraints:
     r"""All constraints of one selection. ``D`` (..., m, d) token differences, ``Zc`` (..., m, d) the query of
     each constraint, ``row`` (m,) flat row index $i$ (an input, or a query $(i,k)$ of sequence data),
-    ``tok`` (..., m) token index $t$ (differs across a batch when the selections differ); ``n_rows``, ``T`` the flat shape; ``alpha`` (..., N) the selection."""
+    ``tok`` (..., m) token index $t$
+    (differs across a batch when the selections differ); ``n_rows``, ``T`` the flat shape;
+    ``alpha`` (..., N) the selection."""
 
     D: np.ndarray
     Zc: np.ndarray
