@@ -1,0 +1,134 @@
+r"""The Claim API: a statement of THEORY as an executable object.
+
+A claim file (``proofs/claims/*.py`` or any user file) defines module-level claims with the
+:func:`claim` decorator. The decorated function evaluates the *conclusion* on one generated case and
+returns an :class:`Outcome` with a numeric ``margin`` (how far from failing; ``margin < 0`` fails)::
+
+    from attsvm.claims import claim, Outcome
+
+    @claim(
+        id="grad-closed-form",
+        title="The closed-form gradient equals central differences",
+        origin="derived",
+        source="THEORY §3",
+        hypotheses={"data": "paper", "n": (1, 4), "T": (2, 5), "d": (1, 4)},
+    )
+    def grad_closed_form(case):
+        W = case.draw_matrix(case.data.d, case.data.d, scale=3.0)
+        ...
+        return Outcome(ok=err <= tol, margin=tol - err, detail={"err": err})
+
+    @grad_closed_form.confirm
+    def _(case, outcome):            # re-evaluate the failing computation at high precision (mpmath)
+        ...
+        return Outcome(...)
+
+Hypotheses are *data*: ``hypotheses["data"]`` names a strategy of :mod:`attsvm.strategies` and the
+other keys parametrise it (size ranges, flags). Tightening a hypothesis is a one-line edit.
+
+``kind="universal"`` claims are searched by Hypothesis (``target()`` on the margin) for a budget of
+examples; on failure the case is shrunk, then re-evaluated by the claim's ``confirm`` function at high
+precision. Only a failure that survives is ``refuted``. ``kind="empirical"`` claims receive a *batch* of
+runs (``case.batch``) and return per-run outcomes (``Outcome.runs``: bool array); the verdict compares
+the success rate's confidence interval with ``rate``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+ORIGINS = ("paper", "reconstructed", "derived", "empirical", "expected-false")
+KINDS = ("universal", "empirical")
+
+
+@dataclass
+class Outcome:
+    """Result of evaluating a conclusion on one case.
+
+    ``ok``: the conclusion held; ``margin``: distance from failing (>= 0 iff ok, by convention);
+    ``detail``: numbers for the report (JSON-serialisable); ``runs``: for empirical claims, one bool
+    per run; ``inconclusive``: set to a reason when the case could not be decided (e.g. solver trouble,
+    GD not converged in budget) — such a case is neither a pass nor a failure.
+    """
+
+    ok: bool
+    margin: float = 0.0
+    detail: dict[str, Any] = field(default_factory=dict)
+    runs: Any = None
+    inconclusive: str | None = None
+
+
+@dataclass
+class Claim:
+    """A statement with id, origin, source, hypotheses, dependencies and its conclusion."""
+
+    id: str
+    title: str
+    origin: str
+    source: str
+    hypotheses: dict[str, Any]
+    conclusion: Callable[[Any], Outcome]
+    depends: tuple[str, ...] = ()
+    kind: str = "universal"
+    rate: float | None = None  # empirical: required success rate
+    examples: int | None = None  # default budget (universal: Hypothesis examples; empirical: runs)
+    confirmer: Callable[[Any, Outcome], Outcome] | None = None
+    module: str | None = None  # file it was discovered in
+    notes: str = ""
+
+    def __post_init__(self) -> None:
+        if self.origin not in ORIGINS:
+            raise ValueError(f"claim {self.id}: origin must be one of {ORIGINS}")
+        if self.kind not in KINDS:
+            raise ValueError(f"claim {self.id}: kind must be one of {KINDS}")
+        if self.kind == "empirical" and self.rate is None:
+            raise ValueError(f"claim {self.id}: empirical claims need a rate")
+
+    @property
+    def expected(self) -> str:
+        """``"false"`` for expected-false controls, else ``"true"``."""
+        return "false" if self.origin == "expected-false" else "true"
+
+    def confirm(self, fn: Callable[[Any, Outcome], Outcome]) -> Callable[[Any, Outcome], Outcome]:
+        """Decorator: register the high-precision re-evaluation of a failing case."""
+        self.confirmer = fn
+        return fn
+
+    def __call__(self, case: Any) -> Outcome:
+        return self.conclusion(case)
+
+
+def claim(
+    *,
+    id: str,
+    title: str,
+    origin: str,
+    source: str = "",
+    hypotheses: dict[str, Any] | None = None,
+    depends: tuple[str, ...] | list[str] = (),
+    kind: str = "universal",
+    rate: float | None = None,
+    examples: int | None = None,
+    notes: str = "",
+) -> Callable[[Callable[[Any], Outcome]], Claim]:
+    """Decorator turning a conclusion function into a :class:`Claim` (see module docstring)."""
+
+    def wrap(fn: Callable[[Any], Outcome]) -> Claim:
+        return Claim(
+            id=id,
+            title=title,
+            origin=origin,
+            source=source,
+            hypotheses=dict(hypotheses or {}),
+            conclusion=fn,
+            depends=tuple(depends),
+            kind=kind,
+            rate=rate,
+            examples=examples,
+            module=fn.__module__,
+            notes=notes or (fn.__doc__ or "").strip(),
+        )
+
+    return wrap
