@@ -367,10 +367,16 @@ def load(path: str | os.PathLike) -> Dataset:
         if not isinstance(raw, dict):
             raise InputError(f"{p}: expected a JSON object with fields X, Y, Z, v")
         return from_mapping(raw, str(p))
+    with open(p, "rb") as fh:
+        magic = fh.read(4)
+    if magic != b"PK\x03\x04":
+        raise InputError(f"{p}: not a valid .npz file (expected a zip archive of .npy arrays, or a .json file)")
     try:
         with np.load(p, allow_pickle=False) as f:
             m = {k: f[k] for k in f.files}
     except ValueError as exc:
+        if "pickle" in str(exc):
+            raise InputError(f"{p}: contains object (pickled) arrays; only numeric arrays are accepted") from exc
         raise InputError(f"{p}: cannot read .npz ({str(exc).splitlines()[0]})") from exc
     except Exception as exc:  # zipfile.BadZipFile, OSError, EOFError, ...
         raise InputError(f"{p}: not a valid .npz file") from exc

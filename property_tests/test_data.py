@@ -1,0 +1,172 @@
+"""Data sets: validation (one-line errors naming the field), immutability, io, batching, flat views."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from attsvm import Dataset, InputError, generate, load, save
+
+
+def _good(n=3, T=4, d=2, seed=0):
+    return generate.paper_law(n, T, d, seed=seed)
+
+
+def _fields(ds):
+    return dict(X=np.array(ds.X), Y=np.array(ds.Y), Z=np.array(ds.Z), v=np.array(ds.v))
+
+
+@pytest.mark.parametrize(
+    "mutate, field",
+    [
+        (lambda f: f.update(X=f["X"][0]), "X"),
+        (lambda f: f.update(Z=f["Z"][:, :1]), "Z"),
+        (lambda f: f.update(v=np.ones(5)), "v"),
+        (lambda f: f.update(Y=f["Y"][:2]), "Y"),
+        (lambda f: f["X"].__setitem__((0, 0, 0), np.nan), "X"),
+        (lambda f: f["Z"].__setitem__((0, 0), np.inf), "Z"),
+        (lambda f: f["v"].__setitem__(0, -np.inf), "v"),
+        (lambda f: f["Y"].__setitem__(0, 0.5), "Y"),
+        (lambda f: f["Y"].__setitem__(0, 0.0), "Y"),
+        (lambda f: f.update(alpha=np.array([0, 1, 9])), "alpha"),
+        (lambda f: f.update(alpha=np.array([0, -1, 2])), "alpha"),
+        (lambda f: f.update(alpha=np.array([0.5, 1, 2])), "alpha"),
+        (lambda f: f.update(alpha=np.array([0, 1])), "alpha"),
+        (lambda f: f.update(X=np.zeros((3, 0, 2))), "X"),
+    ],
+)
+def test_bad_fields_are_named(mutate, field):
+    f = _fields(_good())
+    mutate(f)
+    with pytest.raises(InputError) as e:
+        Dataset(**f)
+    msg = str(e.value)
+    assert f"'{field}'" in msg and "\n" not in msg
+
+
+def test_tie_needs_explicit_alpha():
+    X = np.zeros((1, 3, 2))
+    X[0, 0] = [1.0, 0.0]
+    X[0, 1] = [1.0, 5.0]  # same score as token 0 under v = e1
+    X[0, 2] = [-1.0, 0.0]
+    kw = dict(Y=np.ones(1), Z=np.ones((1, 2)), v=np.array([1.0, 0.0]))
+    with pytest.raises(InputError, match="tie"):
+        Dataset(X, **kw)
+    ds = Dataset(X, alpha=np.array([1]), **kw)
+    assert ds.selection.tolist() == [1]
+
+
+def test_arrays_are_immutable():
+    ds = _good()
+    with pytest.raises(ValueError):
+        ds.X[0, 0, 0] = 1.0
+    with pytest.raises(AttributeError):
+        ds.X = np.zeros(3)
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".json"])
+def test_roundtrip(tmp_path, suffix):
+    ds = generate.paper_law(3, 4, 2, seed=5).with_alpha(np.array([0, 1, 2]))
+    p = save(ds, tmp_path / f"d{suffix}")
+    back = load(p)
+    for k in ("X", "Y", "Z", "v", "alpha"):
+        np.testing.assert_array_equal(getattr(back, k), getattr(ds, k))
+    assert not list(tmp_path.glob("*.tmp-attsvm"))
+
+
+def test_roundtrip_batch_and_forms(tmp_path):
+    for ds in (
+        generate.paper_law(2, 3, 2, seed=1, B=4),
+        generate.paper_law(2, 3, 2, seed=1, self_attention=True),
+        generate.sequence(2, 3, 2, K=2, seed=1),
+        generate.causal(2, 3, 2, seed=1),
+    ):
+        back = load(save(ds, tmp_path / "x.npz"))
+        assert back.kind == ds.kind and back.X.shape == ds.X.shape
+        np.testing.assert_array_equal(back.Z, ds.Z)
+        np.testing.assert_array_equal(back.selection, ds.selection)
+
+
+@pytest.mark.parametrize(
+    "content, needle",
+    [(b"", "empty"), (b"garbage bytes", "not a valid .npz"), (None, "no such file")],
+)
+def test_bad_files(tmp_path, content, needle):
+    p = tmp_path / "bad.npz"
+    if content is not None:
+        p.write_bytes(content)
+    with pytest.raises(InputError, match=needle):
+        load(p)
+
+
+def test_bad_json_and_missing_field(tmp_path):
+    p = tmp_path / "bad.json"
+    p.write_text("{not json")
+    with pytest.raises(InputError, match="JSON"):
+        load(p)
+    ds = _good()
+    d = {k: np.asarray(v).tolist() for k, v in _fields(ds).items() if k != "v"}
+    p.write_text(json.dumps(d))
+    with pytest.raises(InputError, match="'v' is missing"):
+        load(p)
+    np.savez(tmp_path / "p.npz", X=ds.X, Y=ds.Y, Z=ds.Z, v=ds.v, extra=np.ones(2))
+    with pytest.raises(InputError, match="unknown field 'extra'"):
+        load(tmp_path / "p.npz")
+
+
+def test_pickled_object_arrays_rejected(tmp_path):
+    ds = _good()
+    p = tmp_path / "obj.npz"
+    np.savez(p, X=np.array([ds.X, None], dtype=object), Y=ds.Y, Z=ds.Z, v=ds.v)
+    with pytest.raises(InputError):
+        load(p)
+
+
+@given(st.integers(1, 4), st.integers(2, 5), st.integers(2, 4), st.integers(1, 3), st.integers(0, 2**16))
+def test_batch_equals_items(n, T, d, B, seed):
+    b = generate.paper_law(n, T, d, seed=seed, B=B)
+    assert b.batched and len(b) == B
+    items = list(b)
+    for k, it in enumerate(items):
+        np.testing.assert_array_equal(it.opt, b.opt[k])
+        np.testing.assert_array_equal(it.scores, b.scores[k])
+    again = Dataset.stack(items)
+    np.testing.assert_array_equal(again.X, b.X)
+
+
+def test_causal_flat_view_and_opt():
+    ds = generate.causal(2, 4, 3, seed=2)
+    f = ds.flat()
+    assert f.X.shape == (8, 4, 3) and f.mask.shape == (8, 4)
+    assert f.mask[0].tolist() == [True, False, False, False]
+    assert np.all(ds.opt <= np.arange(4))  # query k selects a visible token
+    # independent computation of opt: masked argmax by loops
+    g = ds.scores
+    for i in range(2):
+        for k in range(4):
+            assert ds.opt[i, k] == int(np.argmax(g[i, k, : k + 1]))
+
+
+def test_causal_alpha_must_be_visible():
+    ds = generate.causal(1, 3, 2, seed=0)
+    with pytest.raises(InputError, match="alpha"):
+        ds.with_alpha(np.array([[1, 0, 0]]))
+
+
+def test_generators():
+    ds = generate.paper_law(3, 4, 5, seed=0)
+    np.testing.assert_allclose(np.linalg.norm(ds.X, axis=-1), 1.0)
+    np.testing.assert_allclose(np.linalg.norm(ds.Z, axis=-1), 1.0)
+    eq = generate.equal_scores(4, 5, 3, seed=3)
+    g = eq.scores
+    for i in range(4):
+        others = np.delete(g[i], eq.opt[i])
+        assert np.all(others == others[0]) and g[i, eq.opt[i]] > others[0]  # bit-exact
+    inf = generate.centroid_infeasible(2, 4, 2, seed=1)
+    np.testing.assert_allclose(inf.X[0, 0], inf.X[0, 1:].mean(axis=0))
+    assert inf.alpha[0] == 0
+    assert generate.overparam(3, 5, seed=0).d == 4
