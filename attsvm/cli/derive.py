@@ -1,0 +1,184 @@
+"""``attsvm derive``: symbolic derivations verified by sympy, rendered as LaTeX / Markdown.
+
+Usage::
+
+    attsvm derive [NAME ...] [--path DIR] [--latex FILE] [--standalone] [--markdown FILE] [--check] [--json]
+    attsvm derive --update-golden [NAME ...]         # rewrite proofs/tex/<name>.tex
+    attsvm derive kkt --data DATA.npz [--alpha 0,2,1] [--latex FILE] [--standalone] [--markdown FILE] [--json]
+
+Derivations are discovered by path (``proofs/derivations/*.py``; see :func:`attsvm.paths.proofs_dir`).
+``--check`` re-verifies every selected derivation and exits 1 if any step fails. ``FILE`` may be ``-``
+(standard output). Unknown names exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "derive",
+        help="symbolic derivations (sympy-verified, LaTeX)",
+        description="Build, verify (--check) and render the symbolic derivations; 'derive kkt --data F' solves "
+        "one instance's Att-SVM KKT system in exact rationals.",
+    )
+    p.add_argument("names", nargs="*", metavar="NAME", help="derivation names (default: all), or 'kkt'")
+    p.add_argument("--path", action="append", default=None, help="derivation folder or file (repeatable)")
+    p.add_argument("--latex", metavar="FILE", help="write LaTeX ('-' for stdout)")
+    p.add_argument("--standalone", action="store_true", help="LaTeX as a complete document")
+    p.add_argument("--markdown", metavar="FILE", help="write Markdown ('-' for stdout)")
+    p.add_argument("--check", action="store_true", help="re-verify every step; exit 1 on a failure")
+    p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    p.add_argument("--update-golden", action="store_true", help="rewrite the golden files proofs/tex/<name>.tex")
+    p.add_argument("--golden-dir", metavar="DIR", help="golden folder (default: <proofs>/tex)")
+    p.add_argument("--data", metavar="FILE", help="kkt: the data set (.npz or .json)")
+    p.add_argument("--alpha", metavar="LIST", help="kkt: selection, comma-separated token indices (0-based)")
+    return p
+
+
+def _write(path: str, text: str) -> None:
+    """Write atomically (nothing half-written); '-' is stdout."""
+    if path == "-":
+        sys.stdout.write(text)
+        return
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(tmp, target)
+
+
+def _parse_alpha(text: str | None):
+    import numpy as np
+
+    from ..errors import InputError
+
+    if text is None:
+        return None
+    try:
+        return np.array([int(x) for x in text.replace(" ", "").split(",") if x != ""], dtype=np.int64)
+    except ValueError as exc:
+        raise InputError(f"--alpha must be comma-separated integers, got {text!r}") from exc
+
+
+def golden_dir(arg: str | None = None) -> Path:
+    from ..paths import proofs_dir
+
+    return Path(arg) if arg else proofs_dir() / "tex"
+
+
+def run(args) -> int:
+    from ..errors import InputError
+
+    if args.names and args.names[0] == "kkt":
+        if len(args.names) > 1:
+            raise InputError("derive kkt takes no derivation names")
+        return _run_kkt(args)
+    if args.data or args.alpha:
+        raise InputError("--data/--alpha belong to 'attsvm derive kkt'")
+    from ..symbolic.derivation import document, markdown_document
+    from ..symbolic.registry import discover
+
+    reg = discover([Path(p) for p in args.path] if args.path else None)
+    names = args.names or list(reg)
+    unknown = [n for n in names if n not in reg]
+    if unknown:
+        raise InputError(f"unknown derivation {unknown[0]!r} (known: {', '.join(reg)})")
+    derivs = [reg[n].build() for n in names]
+    if args.check:
+        for d in derivs:
+            d.verify()
+    # render everything before writing anything
+    outputs: list[tuple[str, str]] = []
+    if args.latex:
+        outputs.append((args.latex, document(derivs, standalone=args.standalone)))
+    if args.markdown:
+        outputs.append((args.markdown, markdown_document(derivs)))
+    if args.update_golden:
+        gd = golden_dir(args.golden_dir)
+        outputs += [(str(gd / f"{d.name}.tex"), d.latex(standalone=True)) for d in derivs]
+    for path, text in outputs:
+        _write(path, text)
+    failed = [d for d in derivs if d.verified is False]
+    to_stdout = any(p == "-" for p, _ in outputs)
+    if args.json:
+        print(json.dumps({"derivations": [d.to_json() for d in derivs]}, indent=2))
+    elif not to_stdout:
+        _table(derivs, args.check)
+        if args.update_golden:
+            print(f"wrote {len(derivs)} golden file(s) to {golden_dir(args.golden_dir)}")
+    for d in failed:
+        for step, detail in d.failures():
+            sys.stderr.write(f"error: {d.name}: step {step!r} failed: {detail}\n")
+    return 1 if failed else 0
+
+
+def _table(derivs, checked: bool) -> None:
+    w = max(len(d.name) for d in derivs) if derivs else 4
+    for d in derivs:
+        status = ("verified" if d.verified else "FAILED") if checked else "not checked"
+        extra = f"{d.seconds:7.2f} s" if checked else ""
+        print(
+            f"{d.name:<{w}}  {status:<11}  {len(d.steps):2d} steps ({len(d.checked_steps)} checked)  {extra}  {d.title}"
+        )
+
+
+def _short(q, width: int = 40) -> str:
+    """A rational string, abbreviated with its float value when long (the JSON keeps it exact)."""
+    if q is None:
+        return "none"
+    q = str(q)
+    if len(q) <= width:
+        return q
+    from fractions import Fraction
+
+    return f"{float(Fraction(q)):.17g} (exact: {len(q)} characters)"
+
+
+def _long(cert) -> bool:
+    return any(len(str(q)) > 40 for _, _, q in cert["multipliers"])
+
+
+def _run_kkt(args) -> int:
+    from ..data import load
+    from ..errors import InputError
+    from ..symbolic.kkt_instance import certify_exact, derivation_of
+
+    if not args.data:
+        raise InputError("derive kkt needs --data FILE")
+    ds = load(args.data)
+    alpha = _parse_alpha(args.alpha)
+    cert, ex = certify_exact(ds, alpha)
+    d = derivation_of(ex, alpha=cert.get("alpha"))
+    d.verify()
+    verified = bool(cert["verified"] and d.verified)
+    cert["verified"] = verified
+    outputs = []
+    if args.latex:
+        outputs.append((args.latex, d.latex(standalone=args.standalone)))
+    if args.markdown:
+        outputs.append((args.markdown, d.markdown()))
+    for path, text in outputs:
+        _write(path, text)
+    if args.json:
+        print(json.dumps(cert, indent=2))
+    elif not any(p == "-" for p, _ in outputs):
+        print(f"Att-SVM exact KKT: {'verified' if verified else 'NOT verified'} ({cert['source']})")
+        print(f"  active constraints (i,t): {cert['active']}")
+        for i, t, q in cert["multipliers"]:
+            print(f"  lambda[{i},{t}] = {_short(q)}")
+        print("  W = [" + "; ".join(", ".join(_short(q) for q in row) for row in cert["W"]) + "]")
+        print(f"  min other margin = {_short(cert['min_other_margin'])}")
+        if _long(cert):
+            print("  (--json gives the exact values in full)")
+    if not verified:
+        bad = [k for k, v in cert.get("checks", {}).items() if not v] or d.failures()
+        sys.stderr.write(f"error: exact KKT certificate failed: {bad}\n")
+    return 0 if verified else 1

@@ -1,0 +1,43 @@
+"""Symbolic derivations: notation table, builders, LaTeX printer, Derivation objects, discovery, instance KKT.
+
+Heavy (sympy) imports happen when a submodule is imported; ``import attsvm.symbolic`` itself imports sympy.
+
+Public API::
+
+    from attsvm.symbolic import Derivation, derivation, discover, latex, Chain
+    from attsvm.symbolic.checks import Equal, Nonneg, All, Predicate
+"""
+
+from __future__ import annotations
+
+from .checks import All, Check, CheckResult, Equal, Nonneg, Predicate
+from .derivation import Derivation, DerivationSpec, Step, derivation, document, markdown_document
+from .notation import TABLE, matrix, matrix_symbol, symbol, vector
+from .printer import AttsvmLatexPrinter, Chain, latex
+from .registry import default_dir, discover, get
+
+__all__ = [
+    "TABLE",
+    "All",
+    "AttsvmLatexPrinter",
+    "Chain",
+    "Check",
+    "CheckResult",
+    "Derivation",
+    "DerivationSpec",
+    "Equal",
+    "Nonneg",
+    "Predicate",
+    "Step",
+    "default_dir",
+    "derivation",
+    "discover",
+    "document",
+    "get",
+    "latex",
+    "markdown_document",
+    "matrix",
+    "matrix_symbol",
+    "symbol",
+    "vector",
+]

@@ -1,0 +1,184 @@
+"""Instance-level KKT of Att-SVM in exact rationals (``attsvm derive kkt``)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import sympy as sp
+from hypothesis import given
+from hypothesis import strategies as st
+
+from attsvm.cli import main
+from attsvm.data import Dataset, save
+from attsvm.symbolic.kkt_instance import agrees, certify, derivation_of, exact_data, solve_exact
+
+
+def tiny() -> Dataset:
+    """Two inputs with one constraint each: w11 >= 1 and 2 w22 >= 1, so W = diag(1, 1/2), lambda = (1, 1/4)."""
+    X = np.array([[[1.0, 0.0], [0.0, 0.0]], [[0.0, 1.0], [0.0, -1.0]]])
+    return Dataset(X=X, Y=np.array([1.0, 1.0]), Z=np.array([[1.0, 0.0], [0.0, 1.0]]), v=np.array([1.0, 1.0]))
+
+
+# the certificate dict built by hand (sympy Rationals), independently of any solver
+HAND = {
+    "active": [[0, 1], [1, 1]],
+    "multipliers": [[0, 1, str(sp.Rational(1))], [1, 1, str(sp.Rational(1, 4))]],
+    "W": [["1", "0"], ["0", str(sp.Rational(1, 2))]],
+    "verified": True,
+}
+
+
+def line() -> Dataset:
+    """n=1, T=3, d=1, tokens 2, 0, 1: constraints 2w >= 1 and w >= 1, so W = 1 with only t=2 active."""
+    return Dataset(X=np.array([[[2.0], [0.0], [1.0]]]), Y=np.array([1.0]), Z=np.array([[1.0]]), v=np.array([1.0]))
+
+
+def test_exact_solve_reproduces_hand_certificate():
+    labels, D, Z, _ = exact_data(tiny())
+    ex = solve_exact(labels, D, Z, HAND["active"])
+    assert ex.verified and agrees(HAND, ex)
+    assert ex.lam == [Fraction(1), Fraction(1, 4)] and ex.W == [[1, 0], [0, Fraction(1, 2)]]
+    wrong = dict(HAND, multipliers=[[0, 1, "1"], [1, 1, "1/3"]])
+    assert not agrees(wrong, ex)
+
+
+def test_certify_matches_hand_certificate():
+    out = certify(tiny())
+    assert out["verified"] is True and out["kind"] == "exact-rational"
+    assert out["multipliers"] == HAND["multipliers"] and out["W"] == HAND["W"]
+    assert out["active"] == out["support"] == HAND["active"] and out["min_other_margin"] is None
+
+
+def test_wrong_active_sets_fail():
+    labels, D, Z, _ = exact_data(line())
+    good = solve_exact(labels, D, Z, [(0, 2)])
+    assert good.verified and good.W == [[1]] and good.min_other_margin() == 2
+    low = solve_exact(labels, D, Z, [(0, 1)])  # W = 1/2 violates the other constraint
+    assert not low.verified and not low.checks()["other_margins_at_least_one"]
+    sing = solve_exact(labels, D, Z, [(0, 1), (0, 2)])  # parallel features: singular system
+    assert not sing.verified and not sing.checks()["solvable"]
+
+
+def test_floats_are_taken_exactly():
+    ds = Dataset(X=np.array([[[0.1], [0.0]]]), Y=np.array([1.0]), Z=np.array([[1.0]]), v=np.array([1.0]))
+    out = certify(ds)
+    # constraint 0.1 w >= 1 with 0.1 the binary float: W = 1 / fl(0.1) exactly
+    assert Fraction(out["W"][0][0]) == 1 / Fraction(0.1) != 10
+
+
+@given(st.integers(0, 2**32 - 1))
+def test_random_instances_certify(seed):
+    rng = np.random.default_rng(seed)
+    n, T, d = 2, 3, 3  # d >= max(T-1, n): generic data are feasible for every selection
+    ds = Dataset(
+        X=rng.normal(size=(n, T, d)), Y=rng.choice([-1.0, 1.0], size=n), Z=rng.normal(size=(n, d)), v=rng.normal(size=d)
+    )
+    out = certify(ds)
+    assert out["verified"], out["checks"]
+    W = np.array([[float(Fraction(q)) for q in row] for row in out["W"]])
+    # independent float re-evaluation of the margins of the exact W
+    a = ds.opt
+    for i in range(n):
+        for t in range(T):
+            if t != a[i]:
+                assert (ds.X[i, a[i]] - ds.X[i, t]) @ W @ ds.Z[i] >= 1 - 1e-9
+    lam_sum = sum(Fraction(q) for _, _, q in out["multipliers"])
+    np.testing.assert_allclose(np.sum(W * W), float(lam_sum), rtol=1e-12)
+
+
+def test_instance_derivation_renders_and_verifies():
+    labels, D, Z, a = exact_data(tiny())
+    d = derivation_of(solve_exact(labels, D, Z, HAND["active"]), alpha=a)
+    assert d.verify(), d.failures()
+    tex = d.latex()
+    assert r"\frac{1}{4}" in tex and r"\lambda_{1,1}" in tex
+
+
+class _R:
+    def __init__(self, rc, out, err):
+        self.returncode, self.stdout, self.stderr = rc, out, err
+
+
+@pytest.fixture
+def _cli(capsys):
+    """Run ``attsvm derive kkt ...`` in-process (the same ``main`` as the console script)."""
+
+    def run(*args):
+        capsys.readouterr()
+        rc = main(["derive", "kkt", *args])
+        out = capsys.readouterr()
+        return _R(rc, out.out, out.err)
+
+    return run
+
+
+def test_console_script_entry_point(tmp_path):
+    f = save(tiny(), tmp_path / "tiny.npz")
+    r = subprocess.run(
+        [sys.executable, "-m", "attsvm", "derive", "kkt", "--data", str(f), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0 and json.loads(r.stdout)["verified"] is True
+
+
+def test_cli_kkt(tmp_path, _cli):
+    f = save(tiny(), tmp_path / "tiny.npz")
+    tex = tmp_path / "kkt.tex"
+    r = _cli("--data", str(f), "--json", "--latex", str(tex), "--standalone")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["verified"] is True and out["multipliers"] == HAND["multipliers"] and out["W"] == HAND["W"]
+    assert tex.read_text().startswith(r"\documentclass")
+
+
+def test_cli_kkt_errors(tmp_path, _cli):
+    r = _cli()
+    assert r.returncode == 2 and r.stderr.startswith("error:") and "--data" in r.stderr
+    f = save(line(), tmp_path / "line.npz")
+    r = _cli("--data", str(f), "--alpha", "x")
+    assert r.returncode == 2 and r.stderr.startswith("error: --alpha")
+    r = _cli("--data", str(f), "--alpha", "7")
+    assert r.returncode == 2 and r.stderr.startswith("error:")
+    r = _cli("--data", str(f), "--alpha", "2")  # token 1 lies between tokens 0 and 2: infeasible
+    assert r.returncode == 1 and r.stderr.startswith("error:")
+    r = _cli("--data", str(tmp_path / "missing.npz"))
+    assert r.returncode == 2
+
+
+@pytest.mark.parametrize("alpha", ["0", "2"])
+def test_cli_kkt_alpha_changes_the_program(tmp_path, alpha, _cli):
+    f = save(line(), tmp_path / "line.npz")
+    r = _cli("--data", str(f), "--alpha", alpha, "--json")
+    if alpha == "0":
+        assert r.returncode == 0 and json.loads(r.stdout)["alpha"] == [0]
+    else:
+        assert r.returncode == 1
+
+
+def test_disagreeing_solver_certificate_is_rejected(monkeypatch):
+    """The exact re-solve is independent: a solver certificate with a wrong multiplier is caught."""
+    import attsvm.svm as svm
+
+    wrong = dict(HAND, multipliers=[[0, 1, "1"], [1, 1, "1/3"]], kind="exact-rational")
+    monkeypatch.setattr(svm, "certify_fro", lambda ds, alpha=None, sol=None: wrong, raising=False)
+    out = certify(tiny())
+    assert out["agrees"] is False and out["verified"] is False
+    assert out["multipliers"] == HAND["multipliers"]  # the exact values, not the solver's
+
+
+def test_solver_reporting_infeasible_raises(monkeypatch):
+    import attsvm.svm as svm
+    from attsvm.errors import InfeasibleError
+
+    monkeypatch.setattr(
+        svm, "certify_fro", lambda ds, alpha=None, sol=None: {"verified": False, "reason": "infeasible"}, raising=False
+    )
+    with pytest.raises(InfeasibleError):
+        certify(tiny())
