@@ -35,6 +35,19 @@ def _torch_seed():
     yield
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        help="rewrite the golden LaTeX files in proofs/tex instead of comparing (review the diff!)",
+    )
+
+
+def pytest_configure(config):
+    if config.getoption("--update-golden", default=False):
+        os.environ["ATTSVM_UPDATE_GOLDEN"] = "1"
+
+
 def pytest_collection_modifyitems(config, items):
     """CUDA tests skip visibly when no GPU is present."""
     try:

@@ -1,7 +1,7 @@
 """Every derivation verifies; golden LaTeX is byte-identical; the closed forms agree with ``attsvm.model``.
 
 Golden files: ``proofs/tex/<name>.tex``. To regenerate after an intended change run
-``attsvm derive --update-golden`` (or this file with ``ATTSVM_UPDATE_GOLDEN=1``) and review the diff.
+``attsvm derive --update-golden`` (or ``pytest --update-golden``, or ``ATTSVM_UPDATE_GOLDEN=1``) and review the diff.
 """
 
 from __future__ import annotations
