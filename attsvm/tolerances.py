@@ -10,6 +10,7 @@ Keys
 ----
 ``grad_rtol`` / ``grad_atol``   closed-form gradient vs autograd (same precision)
 ``fd_rtol``                     closed form vs central finite differences
+``fd_atol``                     central differences: absolute part (times the size of one gradient term)
 ``kkt``                         KKT residuals of a convex program solution (relative)
 ``svm_ref_rtol``                fast solver objective vs the cvxpy reference objective
 ``active``                      margin within this of 1 counts as active (support token)
@@ -18,6 +19,11 @@ Keys
 ``batch_rtol``                  batched runs vs the same runs one at a time
 ``device_rtol``                 CUDA vs CPU results
 ``nuc_gap``                     relative duality gap accepted for Att-SVM* (nuclear)
+``experiment_corr``             experiments: a finite GD run "reached" an SVM direction when 1 - corr <= this
+``rowspace``                    GD: ||(W_k - W_0)(I - P_Z)||_F relative to ||W_k - W_0||_F
+``rounding``                    relative rounding allowance of a float64 identity/bound evaluated in a few operations
+``replay_rtol``                 a float64 GD stretch vs its 50-digit mpmath replay; reference stepper vs engine
+``trap_slope_rtol``             measured d log s / d||W|| of a trapped input vs the slope its SVM deficit predicts
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ _TABLE: dict[tuple[str, str], dict[str, float]] = {
         "grad_rtol": 1e-10,
         "grad_atol": 1e-13,
         "fd_rtol": 1e-5,
+        "fd_atol": 1e-7,
         "kkt": 1e-7,
         "svm_ref_rtol": 1e-5,
         "active": 1e-6,
@@ -35,11 +42,17 @@ _TABLE: dict[tuple[str, str], dict[str, float]] = {
         "batch_rtol": 1e-10,
         "device_rtol": 1e-8,
         "nuc_gap": 1e-6,
+        "experiment_corr": 1e-2,
+        "rounding": 1e-12,
+        "rowspace": 1e-10,
+        "replay_rtol": 1e-10,
+        "trap_slope_rtol": 2e-2,
     },
     ("float32", "cpu"): {
         "grad_rtol": 1e-4,
         "grad_atol": 1e-6,
         "fd_rtol": 1e-2,
+        "fd_atol": 1e-3,
         "kkt": 1e-4,
         "svm_ref_rtol": 1e-3,
         "active": 1e-4,
@@ -48,6 +61,11 @@ _TABLE: dict[tuple[str, str], dict[str, float]] = {
         "batch_rtol": 1e-4,
         "device_rtol": 1e-3,
         "nuc_gap": 1e-4,
+        "experiment_corr": 1e-2,
+        "rounding": 1e-5,
+        "rowspace": 1e-4,
+        "replay_rtol": 1e-4,
+        "trap_slope_rtol": 2e-2,
     },
 }
 # CUDA: same numbers except reductions may be reordered, so device comparisons are looser.

@@ -1,5 +1,28 @@
-"""Executable claims: the API (:mod:`.api`), discovery, search, confirmation, verdicts, reports."""
+"""Executable claims: the API (:mod:`.api`), discovery, search, confirmation, verdicts, reports.
+
+Stable entry points: :func:`discover` (claim files by path → claims), :func:`run_claim` (one claim →
+:class:`ClaimResult`), :func:`check` (many claims with progress and counterexample files).
+"""
 
 from .api import ORIGINS, Claim, Outcome, claim
+from .case import Case
+from .discover import discover, select
+from .runner import BUDGETS, check, replay, resolve_budget, run_claim
+from .verdict import ClaimResult, wilson
 
-__all__ = ["ORIGINS", "Claim", "Outcome", "claim"]
+__all__ = [
+    "BUDGETS",
+    "ORIGINS",
+    "Case",
+    "Claim",
+    "ClaimResult",
+    "Outcome",
+    "check",
+    "claim",
+    "discover",
+    "replay",
+    "resolve_budget",
+    "run_claim",
+    "select",
+    "wilson",
+]

@@ -74,9 +74,15 @@ class Claim:
     kind: str = "universal"
     rate: float | None = None  # empirical: required success rate
     examples: int | None = None  # default budget (universal: Hypothesis examples; empirical: runs)
+    seconds: float | None = None  # default search time budget in seconds at budget 1.0 (universal)
     confirmer: Callable[[Any, Outcome], Outcome] | None = None
     module: str | None = None  # file it was discovered in
     notes: str = ""
+    # A settled finding pinned in the claim file (like a strict xfail): ``finding`` says what the checker
+    # established, with the evidence's location; ``expect`` ("true"|"false") then overrides the expectation
+    # derived from ``origin``. If the verdict ever changes, ``attsvm check`` exits 1 and flags it.
+    expect: str | None = None
+    finding: str = ""
 
     def __post_init__(self) -> None:
         if self.origin not in ORIGINS:
@@ -85,10 +91,16 @@ class Claim:
             raise ValueError(f"claim {self.id}: kind must be one of {KINDS}")
         if self.kind == "empirical" and self.rate is None:
             raise ValueError(f"claim {self.id}: empirical claims need a rate")
+        if self.expect not in (None, "true", "false"):
+            raise ValueError(f"claim {self.id}: expect must be 'true' or 'false'")
+        if self.expect is not None and not self.finding:
+            raise ValueError(f"claim {self.id}: an overridden expectation needs its finding")
 
     @property
     def expected(self) -> str:
-        """``"false"`` for expected-false controls, else ``"true"``."""
+        """``"false"`` for expected-false controls and pinned refutations (``expect``), else ``"true"``."""
+        if self.expect is not None:
+            return self.expect
         return "false" if self.origin == "expected-false" else "true"
 
     def confirm(self, fn: Callable[[Any, Outcome], Outcome]) -> Callable[[Any, Outcome], Outcome]:
@@ -112,6 +124,9 @@ def claim(
     rate: float | None = None,
     examples: int | None = None,
     notes: str = "",
+    seconds: float | None = None,
+    expect: str | None = None,
+    finding: str = "",
 ) -> Callable[[Callable[[Any], Outcome]], Claim]:
     """Decorator turning a conclusion function into a :class:`Claim` (see module docstring)."""
 
@@ -127,6 +142,9 @@ def claim(
             kind=kind,
             rate=rate,
             examples=examples,
+            seconds=seconds,
+            expect=expect,
+            finding=finding,
             module=fn.__module__,
             notes=notes or (fn.__doc__ or "").strip(),
         )

@@ -25,7 +25,7 @@ import numpy as np
 import sympy as sp
 
 from ..data import Dataset
-from ..errors import InputError, SolverError
+from ..errors import InputError
 from .checks import Equal, Predicate
 from .derivation import Derivation
 from .notation import matrix_symbol, symbol
@@ -131,32 +131,15 @@ def solve_exact(labels, D, Z, active: list[tuple[int, int]]) -> ExactKKT:
 
 
 def _float_active_set(ds: Dataset, alpha: Any) -> list[tuple[int, int]]:
-    """Active set from a float solve (the solver's passive set)."""
-    from ..svm.constraints import build
+    """Active set from the float solve (:func:`attsvm.svm.solve_fro`: the constraints with positive multipliers).
+    Infeasible programs raise :class:`~attsvm.errors.InfeasibleError` with the solver's verified Farkas vector."""
+    from ..errors import InfeasibleError
+    from ..svm import solve_fro
 
-    cons = build(ds, None if alpha is None else np.asarray(alpha))
-    D, Zc = np.asarray(cons.D, float), np.asarray(cons.Zc, float)
-    try:
-        from ..svm.frobenius import solve_dual
-
-        res = solve_dual(D, Zc)
-        if res.status != "optimal":
-            from ..errors import InfeasibleError
-
-            raise InfeasibleError("Att-SVM is infeasible for this selection", certificate=res.ray)
-        idx = np.asarray(res.passive, dtype=int)
-    except ImportError:  # pragma: no cover - the svm module is part of the package
-        import cvxpy as cp
-
-        lam = cp.Variable(D.shape[0], nonneg=True)
-        Wexpr = D.T @ cp.diag(lam) @ Zc
-        prob = cp.Problem(cp.Maximize(cp.sum(lam) - 0.5 * cp.sum_squares(Wexpr)))
-        prob.solve(solver=cp.CLARABEL)
-        if prob.status != cp.OPTIMAL:
-            raise SolverError(f"dual solve status {prob.status}") from None
-        v = np.asarray(lam.value)
-        idx = np.nonzero(v > 1e-9 * max(1.0, float(v.max())))[0]
-    return [(int(cons.row[j]), int(np.asarray(cons.tok).reshape(-1)[j])) for j in idx]
+    sol = solve_fro(ds, None if alpha is None else np.asarray(alpha))
+    if sol.status != "optimal":
+        raise InfeasibleError("Att-SVM is infeasible for this selection", certificate=sol.farkas)
+    return [(int(i), int(t)) for i, t in np.argwhere(np.asarray(sol.multipliers) > 0)]
 
 
 def certify(ds: Dataset, alpha: Any = None) -> dict[str, Any]:

@@ -1,0 +1,143 @@
+"""Discovery of claim files by path, as pytest discovers test files.
+
+``discover(paths)``: each path is a ``.py`` file or a directory (searched recursively for ``*.py``, skipping
+files starting with ``_``, ``__pycache__`` and the non-claim folders ``derivations/`` and ``tex/``); a
+directory that has a ``claims/`` subfolder (the ``proofs/`` collection) means that subfolder. Each file is
+imported by path and its module-level :class:`~attsvm.claims.api.Claim` objects are collected in file
+order. No path: the built-in collection :func:`attsvm.paths.proofs_dir`.
+
+Errors (:class:`~attsvm.errors.InputError`, exit 2): a missing path, a file that fails to import (named,
+with the exception), duplicate claim ids, no claims found.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+from ..errors import InputError
+from .api import Claim
+
+_SKIP_DIRS = {"__pycache__", "derivations", "tex", ".ipynb_checkpoints"}
+
+
+def claim_files(path: str | os.PathLike) -> list[Path]:
+    """The claim files under ``path`` (a file, or a directory searched recursively), sorted."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"{p}: no such file or directory")
+    if p.is_file():
+        if p.suffix != ".py":
+            raise InputError(f"{p}: not a Python claim file")
+        return [p]
+    if (p / "claims").is_dir():
+        p = p / "claims"
+    out = []
+    for root, dirs, files in os.walk(p):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
+        out += [Path(root) / f for f in sorted(files) if f.endswith(".py") and not f.startswith("_")]
+    return out
+
+
+def load_file(path: Path) -> list[Claim]:
+    """Import ``path`` by path; return its module-level claims in definition order."""
+    path = Path(path).resolve()
+    digest = hashlib.sha1(str(path).encode()).hexdigest()[:10]
+    name = f"attsvm_claimfile_{digest}_{path.stem}"
+    if name in sys.modules:
+        mod = sys.modules[name]
+    else:
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise InputError(f"{path}: cannot import claim file")
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        sys.path.insert(0, str(path.parent))
+        try:
+            spec.loader.exec_module(mod)
+        except Exception as exc:
+            sys.modules.pop(name, None)
+            msg = str(exc).strip().splitlines()
+            raise InputError(
+                f"{path}: claim file failed to import ({type(exc).__name__}: {msg[0] if msg else ''})"
+            ) from exc
+        finally:
+            try:
+                sys.path.remove(str(path.parent))
+            except ValueError:
+                pass
+    seen: set[int] = set()
+    claims = []
+    for obj in vars(mod).values():
+        if isinstance(obj, Claim) and id(obj) not in seen:
+            seen.add(id(obj))
+            obj.module = str(path)
+            claims.append(obj)
+    return claims
+
+
+def discover(paths: Iterable[str | os.PathLike] | str | os.PathLike | None = None) -> list[Claim]:
+    """All claims under ``paths`` (default: the built-in ``proofs/`` collection)."""
+    if paths is None:
+        from ..paths import proofs_dir
+
+        paths = [proofs_dir()]
+    elif isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    paths = list(paths) or [__import__("attsvm.paths", fromlist=["proofs_dir"]).proofs_dir()]
+    claims: list[Claim] = []
+    where: dict[str, str] = {}
+    for p in paths:
+        files = claim_files(p)
+        found = []
+        for f in files:
+            found += load_file(f)
+        if not found:
+            raise InputError(f"{p}: no claims found")
+        for c in found:
+            if c.id in where and where[c.id] != c.module:
+                raise InputError(f"duplicate claim id {c.id!r} in {where[c.id]} and {c.module}")
+            if c.id not in where:
+                where[c.id] = c.module
+                claims.append(c)
+    return claims
+
+
+def select(claims: list[Claim], only: Iterable[str] | None) -> list[Claim]:
+    """Claims whose id is in ``only`` (an unknown id is an InputError); None: all."""
+    if not only:
+        return claims
+    only = list(only)
+    ids = {c.id for c in claims}
+    for o in only:
+        if o not in ids:
+            raise InputError(f"unknown claim id {o!r} (--only)")
+    return [c for c in claims if c.id in set(only)]
+
+
+def dependency_order(claims: list[Claim]) -> list[Claim]:
+    """Topological order by ``depends`` (ids outside the list are ignored); a cycle is an InputError."""
+    by_id = {c.id: c for c in claims}
+    order: list[Claim] = []
+    state: dict[str, int] = {}
+
+    def visit(c: Claim, stack: tuple[str, ...]) -> None:
+        s = state.get(c.id, 0)
+        if s == 2:
+            return
+        if s == 1:
+            raise InputError(f"dependency cycle: {' -> '.join((*stack, c.id))}")
+        state[c.id] = 1
+        for dep in c.depends:
+            if dep in by_id:
+                visit(by_id[dep], (*stack, c.id))
+        state[c.id] = 2
+        order.append(c)
+
+    for c in claims:
+        visit(c, ())
+    return order

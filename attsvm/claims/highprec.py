@@ -1,0 +1,424 @@
+r"""High-precision (mpmath) versions of the model of THEORY §1, for confirming a failing check.
+
+A float64 failure is not yet a counterexample (THEORY §5): the failing computation is re-evaluated here
+with ``mp.dps`` $\ge 50$ digits. Inputs are numpy float64 arrays taken as *exact* binary numbers
+(``mpmath.mpf(float)`` is exact), or exact rationals (``"p/q"`` strings, :class:`fractions.Fraction`), so a
+result here is a statement about the very numbers the float64 check used.
+
+Everything is written from the definitions, independently of the float64 code of :mod:`attsvm.model`:
+
+.. math::
+    a_{it}=x_{it}^\top Wz_i,\quad s_i=\mathbb S(a_i),\quad \gamma_{it}=Y_iv^\top x_{it},\quad
+    u_i=\gamma_i^\top s_i,\quad \mathcal L(W)=\tfrac1n\textstyle\sum_i\ell(u_i),
+
+.. math::
+    \nabla\mathcal L(W)=\tfrac1n\textstyle\sum_i\ell'(u_i)\,X_i^\top(\mathrm{diag}(s_i)-s_is_i^\top)\gamma_i\,z_i^\top,
+
+where $[(\mathrm{diag}(s)-ss^\top)\gamma]_t=s_t\sum_\tau s_\tau(\gamma_t-\gamma_\tau)$ (the same number; the
+pairwise form keeps its relative precision even when $1-\max s<10^{-50}$).
+
+Matrices and vectors are nested Python lists of ``mpf`` (``MP`` below); :func:`to_numpy` rounds back to
+float64. Causal data (a visibility mask) are supported: invisible tokens are left out of every sum.
+"""
+
+from __future__ import annotations
+
+import functools
+from fractions import Fraction
+from typing import Any
+
+import mpmath
+import numpy as np
+
+from ..data import Dataset
+
+DPS = 50
+mp = mpmath.mp
+MP = list  # nested lists of mpmath.mpf
+
+__all__ = [
+    "DPS",
+    "as_mp",
+    "rational",
+    "rationals",
+    "to_numpy",
+    "HPData",
+    "data",
+    "logits",
+    "log_softmax",
+    "softmax",
+    "log_one_minus_softmax",
+    "scores",
+    "loss_value",
+    "loss_derivative",
+    "outputs",
+    "loss",
+    "loss_gap",
+    "grad_W",
+    "grad_KQ",
+    "cov",
+    "inner",
+    "frob",
+    "corr",
+    "matmul",
+    "transpose",
+    "projector",
+    "smoothness_constant",
+    "hessian_W",
+    "sym_spectral_norm",
+    "singular_values",
+    "gd_trajectory",
+]
+
+
+def _hp(fn):
+    """Run ``fn`` at no less than ``DPS`` digits (the ambient precision if higher)."""
+
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        with mp.workdps(max(mp.dps, DPS)):
+            return fn(*args, **kwargs)
+
+    return wrapped
+
+
+# ---------------------------------------------------------------------- conversion
+def as_mp(a: Any) -> Any:
+    """Exact conversion of a float64 array (any shape) or scalar to nested lists of ``mpf``."""
+    if isinstance(a, (list, tuple)) and a and isinstance(a[0], (list, tuple, mpmath.mpf)):
+        return [as_mp(x) for x in a]
+    if isinstance(a, mpmath.mpf):
+        return a
+    if isinstance(a, (str, Fraction)):
+        return rational(a)
+    arr = np.asarray(a)
+    if arr.ndim == 0:
+        if arr.dtype.kind in "iub":
+            return mpmath.mpf(int(arr))
+        return mpmath.mpf(float(arr))
+    return [as_mp(x) for x in arr]
+
+
+@_hp
+def rational(q: str | Fraction | int) -> mpmath.mpf:
+    """An exact rational (``"p/q"``, Fraction, int) rounded once to the working precision."""
+    f = Fraction(q)
+    return mpmath.mpf(f.numerator) / f.denominator
+
+
+def rationals(rows: Any) -> MP:
+    """Nested lists of rationals (e.g. ``certify_fro(...)["W"]``) to nested lists of ``mpf``."""
+    if isinstance(rows, (list, tuple)):
+        return [rationals(r) for r in rows]
+    return rational(rows)
+
+
+def to_numpy(a: Any) -> np.ndarray:
+    """Round nested lists of ``mpf`` to a float64 array."""
+    if isinstance(a, (list, tuple)):
+        return np.array([to_numpy(x) for x in a], dtype=np.float64)
+    return np.float64(float(a))
+
+
+# ---------------------------------------------------------------------- data
+class HPData:
+    r"""The flat view of a data set with exact ``mpf`` entries: ``X`` [N][T][d], ``Y`` [N], ``Z`` [N][d],
+    ``v`` [d], ``vis`` [N] lists of visible token indices."""
+
+    def __init__(self, ds: Dataset):
+        if ds.batched:
+            raise ValueError("highprec works on a single data set")
+        f = ds.flat()
+        self.N, self.T, self.d = f.X.shape
+        self.X = as_mp(f.X)
+        self.Y = as_mp(f.Y)
+        self.Z = as_mp(f.Z)
+        self.v = as_mp(f.v)
+        mask = None if f.mask is None else np.asarray(f.mask)
+        self.vis = [
+            list(range(self.T)) if mask is None else [int(t) for t in np.nonzero(mask[i])[0]] for i in range(self.N)
+        ]
+
+
+def data(ds: Dataset | HPData) -> HPData:
+    """An :class:`HPData` (cached conversion of a :class:`~attsvm.data.Dataset`)."""
+    return ds if isinstance(ds, HPData) else HPData(ds)
+
+
+# ---------------------------------------------------------------------- small linear algebra
+@_hp
+def matvec(W: MP, z: MP) -> MP:
+    return [mp.fdot(row, z) for row in W]
+
+
+@_hp
+def matmul(A: MP, B: MP) -> MP:
+    Bt = transpose(B)
+    return [[mp.fdot(r, c) for c in Bt] for r in A]
+
+
+def transpose(A: MP) -> MP:
+    return [list(c) for c in zip(*A)]
+
+
+@_hp
+def inner(A: MP, B: MP) -> mpmath.mpf:
+    r"""$\langle A,B\rangle=\sum_{jk}A_{jk}B_{jk}$."""
+    return mp.fsum(mp.fdot(a, b) for a, b in zip(A, B))
+
+
+@_hp
+def frob(A: MP) -> mpmath.mpf:
+    r"""$\|A\|_F$."""
+    return mp.sqrt(inner(A, A))
+
+
+@_hp
+def corr(A: MP, B: MP) -> mpmath.mpf:
+    r"""$\mathrm{corr}(A,B)=\langle A,B\rangle/(\|A\|_F\|B\|_F)$."""
+    return inner(A, B) / (frob(A) * frob(B))
+
+
+def projector(Z: Any, dps: int = DPS) -> MP:
+    r"""$P_Z$, the orthogonal projector onto $\mathrm{span}\{z_i\}$ (rows of ``Z``), from an SVD at
+    ``dps`` digits; singular values below $10^{-(dps/2)}\sigma_{\max}$ count as zero."""
+    with mp.workdps(dps):
+        Zm = mpmath.matrix(as_mp(np.asarray(Z)) if not isinstance(Z, list) else Z)
+        U, S, _ = mp.svd_r(Zm.T)
+        smax = max(abs(x) for x in S) if len(S) else mpmath.mpf(0)
+        keep = [j for j in range(len(S)) if smax > 0 and abs(S[j]) > smax * mpmath.mpf(10) ** (-(dps // 2))]
+        d = Zm.cols
+        return [[mp.fsum(U[a, j] * U[b, j] for j in keep) for b in range(d)] for a in range(d)]
+
+
+def singular_values(A: MP, dps: int = DPS) -> list:
+    """Singular values of a matrix at ``dps`` digits (descending)."""
+    with mp.workdps(dps):
+        S = mp.svd_r(mpmath.matrix(A), compute_uv=False)
+        return sorted((abs(S[j]) for j in range(len(S))), reverse=True)
+
+
+def sym_spectral_norm(H: MP, dps: int = DPS) -> mpmath.mpf:
+    r"""$\|H\|_2=\max|\lambda(H)|$ of a symmetric matrix (symmetrised first), at ``dps`` digits."""
+    with mp.workdps(dps):
+        k = len(H)
+        Hs = mpmath.matrix(k, k)
+        for a in range(k):
+            for b in range(k):
+                Hs[a, b] = (H[a][b] + H[b][a]) / 2
+        E = mp.eigsy(Hs, eigvals_only=True)
+        return max(abs(E[j]) for j in range(k))
+
+
+# ---------------------------------------------------------------------- softmax and scores
+@_hp
+def logits(X: MP, W: MP, Z: MP) -> MP:
+    r"""$a_{it}=x_{it}^\top Wz_i$ ([N][T])."""
+    out = []
+    for Xi, zi in zip(X, Z):
+        w = matvec(W, zi)
+        out.append([mp.fdot(x, w) for x in Xi])
+    return out
+
+
+@_hp
+def _lse(vals: list) -> mpmath.mpf:
+    m = max(vals)
+    return m + mp.log(mp.fsum(mp.exp(x - m) for x in vals))
+
+
+@_hp
+def log_softmax(a: list, vis: list | None = None) -> list:
+    r"""$\log\mathbb S(a)_t=a_t-\log\sum_\tau e^{a_\tau}$ (invisible tokens: $-\infty$)."""
+    vis = list(range(len(a))) if vis is None else vis
+    lse = _lse([a[t] for t in vis])
+    return [a[t] - lse if t in vis else mpmath.mpf("-inf") for t in range(len(a))]
+
+
+@_hp
+def softmax(a: list, vis: list | None = None) -> list:
+    r"""$\mathbb S(a)_t$ (invisible tokens: 0)."""
+    return [mp.exp(x) if x != mpmath.mpf("-inf") else mpmath.mpf(0) for x in log_softmax(a, vis)]
+
+
+@_hp
+def log_one_minus_softmax(a: list, t: int, vis: list | None = None) -> mpmath.mpf:
+    r"""$\log(1-s_t)=\log\sum_{\tau\ne t}e^{a_\tau}-\log\sum_\tau e^{a_\tau}$ (no cancellation)."""
+    vis = list(range(len(a))) if vis is None else vis
+    others = [a[u] for u in vis if u != t]
+    if not others:
+        return mpmath.mpf("-inf")
+    return _lse(others) - _lse([a[u] for u in vis])
+
+
+@_hp
+def scores(X: MP, Y: list, v: list) -> MP:
+    r"""$\gamma_{it}=Y_iv^\top x_{it}$ ([N][T])."""
+    return [[y * mp.fdot(x, v) for x in Xi] for Xi, y in zip(X, Y)]
+
+
+@_hp
+def loss_value(u: mpmath.mpf, loss: str = "logistic") -> mpmath.mpf:
+    r"""$\ell(u)$: logistic $\log(1+e^{-u})$, exponential $e^{-u}$, correlation $-u$."""
+    if loss == "logistic":
+        return mp.log1p(mp.exp(-u))
+    if loss == "exponential":
+        return mp.exp(-u)
+    if loss == "correlation":
+        return -u
+    raise ValueError(f"unknown loss {loss!r}")
+
+
+@_hp
+def loss_derivative(u: mpmath.mpf, loss: str = "logistic") -> mpmath.mpf:
+    r"""$\ell'(u)$: logistic $-1/(1+e^{u})$, exponential $-e^{-u}$, correlation $-1$."""
+    if loss == "logistic":
+        return -1 / (1 + mp.exp(u))
+    if loss == "exponential":
+        return -mp.exp(-u)
+    if loss == "correlation":
+        return mpmath.mpf(-1)
+    raise ValueError(f"unknown loss {loss!r}")
+
+
+@_hp
+def cov(s: list, g: list, h: list) -> mpmath.mpf:
+    r"""$\mathrm{Cov}_s(g,h)=\sum_ts_tg_th_t-(s^\top g)(s^\top h)
+    =\tfrac12\sum_{t,\tau}s_ts_\tau(g_t-g_\tau)(h_t-h_\tau)$ (the pairwise form, exact at any saturation)."""
+    k = len(s)
+    return mp.fsum(s[t] * s[u] * (g[t] - g[u]) * (h[t] - h[u]) for t in range(k) for u in range(t + 1, k))
+
+
+# ---------------------------------------------------------------------- loss and gradient
+def outputs(ds: Dataset | HPData, W: Any, dps: int = DPS) -> tuple[MP, MP, list, MP]:
+    r"""$(s,\gamma,u,a)$ at ``dps`` digits; ``W`` float64 array (exact) or nested ``mpf``."""
+    D = data(ds)
+    with mp.workdps(dps):
+        Wm = as_mp(W) if not isinstance(W, list) else W
+        a = logits(D.X, Wm, D.Z)
+        s = [softmax(ai, vi) for ai, vi in zip(a, D.vis)]
+        g = scores(D.X, D.Y, D.v)
+        u = [mp.fsum(si[t] * gi[t] for t in vi) for si, gi, vi in zip(s, g, D.vis)]
+        return s, g, u, a
+
+
+def loss(ds: Dataset | HPData, W: Any, loss: str = "logistic", dps: int = DPS) -> mpmath.mpf:
+    r"""$\mathcal L(W)=\frac1n\sum_i\ell(\gamma_i^\top s_i)$ at ``dps`` digits."""
+    with mp.workdps(dps):
+        _, _, u, _ = outputs(ds, W, dps)
+        return mp.fsum(loss_value(x, loss) for x in u) / len(u)
+
+
+def loss_gap(ds: Dataset | HPData, W: Any, alpha: Any = None, loss: str = "logistic", dps: int = DPS) -> mpmath.mpf:
+    r"""$\mathcal L(W)-\frac1n\sum_i\ell(\gamma_{i\alpha_i})$ computed without cancellation:
+    $\gamma_{i\alpha_i}-u_i=\sum_ts_{it}(\gamma_{i\alpha_i}-\gamma_{it})$, then $\ell(u)-\ell(g)$ (logistic:
+    $\log(1+\mathrm{expm1}(g-u)/(1+e^{g}))$)."""
+    D = data(ds)
+    with mp.workdps(dps):
+        s, g, u, _ = outputs(D, W, dps)
+        if alpha is None:
+            alpha = [max(D.vis[i], key=lambda t, i=i: g[i][t]) for i in range(D.N)]
+        terms = []
+        for i in range(D.N):
+            ga = g[i][int(alpha[i])]
+            delta = mp.fsum(s[i][t] * (ga - g[i][t]) for t in D.vis[i])
+            if loss == "logistic":
+                terms.append(mp.log1p(mp.expm1(delta) / (1 + mp.exp(ga))))
+            else:
+                terms.append(loss_value(ga - delta, loss) - loss_value(ga, loss))
+        return mp.fsum(terms) / D.N
+
+
+def grad_W(ds: Dataset | HPData, W: Any, loss: str = "logistic", dps: int = DPS) -> MP:
+    r"""$\nabla\mathcal L(W)$ ([d][d]) at ``dps`` digits, from the definition (see module docstring)."""
+    D = data(ds)
+    with mp.workdps(dps):
+        s, g, u, _ = outputs(D, W, dps)
+        G = [[mpmath.mpf(0)] * D.d for _ in range(D.d)]
+        for i in range(D.N):
+            vis = D.vis[i]
+            r = {t: s[i][t] * mp.fsum(s[i][k] * (g[i][t] - g[i][k]) for k in vis) for t in vis}
+            c = loss_derivative(u[i], loss) / D.N
+            xr = [c * mp.fsum(r[t] * D.X[i][t][j] for t in vis) for j in range(D.d)]
+            for j in range(D.d):
+                for k in range(D.d):
+                    G[j][k] += xr[j] * D.Z[i][k]
+        return G
+
+
+def grad_KQ(ds: Dataset | HPData, K: Any, Q: Any, loss: str = "logistic", dps: int = DPS) -> tuple[MP, MP]:
+    r"""$(\nabla_K,\nabla_Q)=(\nabla\mathcal L(W)Q,\nabla\mathcal L(W)^\top K)$ at $W=KQ^\top$."""
+    with mp.workdps(dps):
+        Km, Qm = as_mp(K), as_mp(Q)
+        G = grad_W(ds, matmul(Km, transpose(Qm)), loss, dps)
+        return matmul(G, Qm), matmul(transpose(G), Km)
+
+
+def hessian_W(ds: Dataset | HPData, W: Any, loss: str = "logistic", dps: int = DPS) -> MP:
+    r"""$\nabla^2\mathcal L(W)$ as a $d^2\times d^2$ matrix (row-major vec), by central differences of
+    :func:`grad_W` with step $h=10^{-\lfloor 2dps/5\rfloor}$ at ``dps``+10 digits (error $O(h^2)$)."""
+    D = data(ds)
+    work = dps + 10
+    with mp.workdps(work):
+        Wm = as_mp(W) if not isinstance(W, list) else W
+        h = mpmath.mpf(10) ** (-(2 * dps) // 5)
+        d = D.d
+        cols = []
+        for j in range(d):
+            for k in range(d):
+                Wp = [row[:] for row in Wm]
+                Wq = [row[:] for row in Wm]
+                Wp[j][k] += h
+                Wq[j][k] -= h
+                Gp, Gq = grad_W(D, Wp, loss, work), grad_W(D, Wq, loss, work)
+                cols.append([(Gp[a][b] - Gq[a][b]) / (2 * h) for a in range(d) for b in range(d)])
+        return transpose(cols)
+
+
+def smoothness_constant(ds: Dataset | HPData, M0: float = 0.25, M1: float = 1.0, dps: int = DPS) -> mpmath.mpf:
+    r"""$L_W=\frac1n\sum_i(M_0\|v\|^2\|z_i\|^2\|X_i\|^4+3M_1\|v\|\|z_i\|^2\|X_i\|^3)$, $\|X_i\|$ spectral, at
+    ``dps`` digits (logistic defaults $M_0=\frac14$, $M_1=1$)."""
+    D = data(ds)
+    with mp.workdps(dps):
+        nv = mp.sqrt(mp.fdot(D.v, D.v))
+        tot = []
+        for i in range(D.N):
+            xs = singular_values(D.X[i], dps)[0]  # all T tokens, as attsvm.model.smoothness_constant
+            z2 = mp.fdot(D.Z[i], D.Z[i])
+            tot.append(mpmath.mpf(M0) * nv**2 * z2 * xs**4 + 3 * mpmath.mpf(M1) * nv * z2 * xs**3)
+        return mp.fsum(tot) / D.N
+
+
+# ---------------------------------------------------------------------- GD
+def gd_trajectory(
+    ds: Dataset | HPData,
+    W0: Any,
+    lr: float,
+    steps: int,
+    algo: str = "gd",
+    loss: str = "logistic",
+    record_every: int | None = None,
+    dps: int = DPS,
+) -> tuple[MP, list[MP]]:
+    r"""GD $W_{k+1}=W_k-\eta\nabla\mathcal L(W_k)$ (``algo="gd"``) or normalised GD
+    $W_{k+1}=W_k-\eta\nabla\mathcal L/\|\nabla\mathcal L\|_F$ (``"ngd"``) at ``dps`` digits, for small sizes.
+    Returns the final iterate and the iterates recorded every ``record_every`` steps (with $W_0$)."""
+    if algo not in ("gd", "ngd"):
+        raise ValueError(f"unknown algo {algo!r}")
+    D = data(ds)
+    with mp.workdps(dps):
+        W = as_mp(W0) if not isinstance(W0, list) else W0
+        eta = mpmath.mpf(lr)
+        rec = [W] if record_every else []
+        for k in range(steps):
+            G = grad_W(D, W, loss, dps)
+            step = eta
+            if algo == "ngd":
+                nG = frob(G)
+                if nG == 0:
+                    break
+                step = eta / nG
+            W = [[W[a][b] - step * G[a][b] for b in range(D.d)] for a in range(D.d)]
+            if record_every and (k + 1) % record_every == 0:
+                rec.append(W)
+        return W, rec

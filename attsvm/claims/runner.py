@@ -1,0 +1,344 @@
+r"""The check job: run claims in dependency order, each within its budget, and decide verdicts.
+
+**Budget.** A scale $b$ (``case.budget``): named ``ci`` (0.2), ``default`` (1.0), ``thorough`` (5.0), or a
+positive number; ``ATTSVM_CHECK_BUDGET`` sets it when the CLI does not. A universal claim runs
+$\max(5,\mathrm{round}(b\cdot E))$ Hypothesis examples ($E$ = the claim's ``examples``, default 100) but stops
+searching $b\cdot S$ seconds after its first example ($S$ = the claim's ``seconds``, default 15; shrinking
+gets another $\max(10, S)$ seconds) and reports how many examples it actually ran; fewer than 3 decided
+examples is ``inconclusive`` (too few examples), not ``verified``. An empirical claim runs
+$\max(8,\mathrm{round}(b\cdot E))$ runs ($E$ default 50) in one batched sweep; its "worst margin" is the
+observed success rate minus the required rate. ``examples=N`` (CLI
+``--examples N``) fixes the count and lifts the time cap.
+
+Entry points: :func:`run_claim` (one claim → :class:`~attsvm.claims.verdict.ClaimResult`), :func:`check`
+(many claims, progress, counterexample files) and :func:`replay` (re-evaluate a saved counterexample).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from .api import Claim, Outcome
+from .case import Case
+from .confirm import confirm
+from .verdict import ClaimResult, rate_verdict
+
+BUDGETS = {"ci": 0.2, "default": 1.0, "thorough": 5.0}
+DEFAULT_EXAMPLES = {"universal": 100, "empirical": 50}
+DEFAULT_SECONDS = 15.0
+INCONCLUSIVE_FRACTION = 0.5  # more undecidable cases than this -> inconclusive verdict
+MIN_DECIDED = 3  # fewer decided examples than this (time budget) -> inconclusive, not verified
+
+
+def resolve_budget(budget: str | float | None = None) -> float:
+    """A budget name or number (None: ``$ATTSVM_CHECK_BUDGET`` or ``default``) as a positive float."""
+    if budget is None:
+        budget = os.environ.get("ATTSVM_CHECK_BUDGET") or "default"
+    if isinstance(budget, str):
+        if budget in BUDGETS:
+            return BUDGETS[budget]
+        try:
+            budget = float(budget)
+        except ValueError:
+            raise InputError(f"budget must be one of {sorted(BUDGETS)} or a positive number, got {budget!r}") from None
+    b = float(budget)
+    if not (b > 0 and math.isfinite(b)):
+        raise InputError(f"budget must be positive, got {budget!r}")
+    return b
+
+
+def validate(claim: Claim) -> None:
+    """Check that ``claim``'s hypotheses select a known strategy with known parameters (else InputError)."""
+    from .. import strategies as strategies_mod
+
+    try:
+        name, params, _ = strategies_mod.split_hypotheses(claim.hypotheses)
+        if name is not None:
+            strategies_mod.for_hypotheses(claim.hypotheses)
+    except InputError as exc:
+        raise InputError(f"claim {claim.id} ({claim.module}): {exc}") from exc
+    if claim.kind == "empirical" and not 0 < float(claim.rate) <= 1:
+        raise InputError(f"claim {claim.id}: rate must lie in (0, 1], got {claim.rate}")
+
+
+def _base(claim: Claim, **kw: Any) -> ClaimResult:
+    return ClaimResult(
+        id=claim.id,
+        title=claim.title,
+        origin=claim.origin,
+        expected=claim.expected,
+        kind=claim.kind,
+        verdict="inconclusive",
+        finding=claim.finding,
+        module=claim.module,
+        **kw,
+    )
+
+
+def run_claim(
+    claim: Claim,
+    *,
+    examples: int | None = None,
+    seed: int = 0,
+    budget: str | float = 1.0,
+    device: str = "cpu",
+    seconds: float | None = None,
+    out: str | os.PathLike | None = None,
+    on_example: Callable[[Any], None] | None = None,
+) -> ClaimResult:
+    """Check one claim; return its :class:`ClaimResult` (saving a failing case under ``out`` if given)."""
+    b = resolve_budget(budget)
+    validate(claim)
+    t0 = time.perf_counter()
+    if claim.kind == "empirical":
+        res = _run_empirical(claim, examples, seed, b, device)
+    else:
+        res = _run_universal(claim, examples, seed, b, device, seconds, on_example)
+    res.seconds = time.perf_counter() - t0
+    if out is not None and res.case is not None and res.outcome is not None and res.verdict != "verified":
+        from .counterexample import save
+
+        path = save(res, out)
+        res.counterexample = None if path is None else str(path)
+    return res
+
+
+def _run_universal(claim, examples, seed, b, device, seconds, on_example) -> ClaimResult:
+    from .search import run_search
+
+    if examples is not None:
+        n = int(examples)
+        cap = seconds
+    else:
+        n = max(5, int(round(b * (claim.examples or DEFAULT_EXAMPLES["universal"]))))
+        cap = seconds if seconds is not None else b * (getattr(claim, "seconds", None) or DEFAULT_SECONDS)
+    shrink = None if cap is None else max(10.0, cap)
+    sr = run_search(
+        claim, examples=n, seed=seed, budget=b, device=device, seconds=cap, shrink_seconds=shrink, on_example=on_example
+    )
+    res = _base(claim, seed=seed, budget=b, examples=sr.examples, worst_margin=sr.worst_margin)
+    res.inconclusive_cases = sr.inconclusive
+    res.detail = {"shrink_calls": sr.shrink_calls, "failures": sr.failures, "timed_out": sr.timed_out}
+    if sr.minimal is not None:
+        case, outcome = sr.minimal
+        res.case, res.outcome = case, outcome
+        c = confirm(claim, case, outcome)
+        res.verdict, res.reason, res.confirmed, res.confirm_outcome = c.verdict, c.reason, c.confirmed, c.outcome
+        return res
+    if sr.error is not None:
+        res.error = sr.error
+        res.reason = f"error: {sr.error}"
+        res.case = sr.error_case
+        return res
+    decided = sr.examples - sr.inconclusive
+    if sr.examples == 0:
+        res.reason = "no examples ran (time budget too small)"
+    elif sr.timed_out and decided < min(MIN_DECIDED, n):
+        res.reason = f"too few examples: {decided} decided in the time budget (need {min(MIN_DECIDED, n)})"
+    elif sr.inconclusive > INCONCLUSIVE_FRACTION * sr.examples:
+        top = sr.inconclusive_reasons.most_common(1)[0][0] if sr.inconclusive_reasons else "?"
+        res.reason = f"inconclusive cases: {sr.inconclusive}/{sr.examples} undecidable (e.g. {top})"
+    else:
+        res.verdict = "verified"
+        res.reason = f"no failure in {decided} decided examples"
+        if sr.inconclusive:
+            res.reason += f" ({sr.inconclusive} undecidable)"
+        if sr.timed_out:
+            res.reason += " (time budget reached)"
+    return res
+
+
+def _run_empirical(claim, examples, seed, b, device) -> ClaimResult:
+    from .empirical import failing_case, run_sweep
+
+    runs = int(examples) if examples is not None else max(8, int(round(b * (claim.examples or 50))))
+    sw = run_sweep(claim, runs=runs, seed=seed, budget=b, device=device)
+    res = _base(claim, seed=seed, budget=b, examples=sw.runs)
+    if sw.error is not None:
+        res.error = sw.error
+        res.reason = f"error: {sw.error}"
+        return res
+    out = sw.outcome
+    if out.inconclusive:
+        res.reason = f"inconclusive: {out.inconclusive}"
+        return res
+    verdict, reason, lo, hi = rate_verdict(sw.successes, sw.decided, float(claim.rate))
+    res.rate = {"successes": sw.successes, "decided": sw.decided, "runs": sw.runs, "lo": lo, "hi": hi}
+    res.rate["required"] = claim.rate
+    res.worst_margin = (sw.successes / sw.decided - float(claim.rate)) if sw.decided else None  # observed - required
+    res.inconclusive_cases = sw.runs - sw.decided
+    res.verdict, res.reason = verdict, reason
+    res.detail = {"outcome": out.detail}
+    if sw.failing_index is not None:
+        res.case = failing_case(sw)
+        res.outcome = Outcome(ok=False, margin=out.margin, detail={"run": sw.failing_index, **(out.detail or {})})
+    if verdict == "refuted" and claim.confirmer is not None:
+        c = confirm(claim, res.case, res.outcome)
+        res.confirm_outcome = c.outcome
+        if c.verdict == "refuted":
+            res.confirmed = True
+            res.reason += f"; run {sw.failing_index} {c.reason}"
+        else:
+            res.verdict = "inconclusive"
+            res.reason += f"; run {sw.failing_index} not confirmed ({c.reason})"
+    return res
+
+
+# ---------------------------------------------------------------------- the check job
+class Progress:
+    """Progress on a stream: one line per finished claim; on a TTY also a spinner with the running example
+    count, redrawn by a background thread (so it moves during long single examples and sweeps too)."""
+
+    def __init__(self, stream=None, total: int = 0):
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.total = total
+        self.done = 0
+        self._examples = 0
+        self._current = ""
+        self._t0 = time.perf_counter()
+        self._lock = threading.Lock()
+        self._stop: threading.Event | None = None
+
+    def start(self, claim: Claim) -> None:
+        self._current = claim.id
+        self._examples = 0
+        self._t0 = time.perf_counter()
+        if self.tty and self._stop is None:
+            self._stop = threading.Event()
+            threading.Thread(target=self._spin, args=(self._stop,), daemon=True).start()
+
+    def _spin(self, stop: threading.Event) -> None:
+        k = 0
+        while not stop.wait(0.2):
+            k += 1
+            ch = "|/-\\"[k % 4]
+            msg = (
+                f"\r{ch} [{self.done + 1}/{self.total}] {self._current}: "
+                f"{self._examples} examples, {time.perf_counter() - self._t0:.0f}s"
+            )
+            with self._lock:
+                self.stream.write(msg[:150].ljust(80))
+                self.stream.flush()
+
+    def example(self, sr: Any) -> None:
+        self._examples = getattr(sr, "examples", self._examples)
+
+    def finish(self, res: ClaimResult) -> None:
+        self.done += 1
+        mark = "ok " if res.matches else "!! "
+        line = (
+            f"[{self.done}/{self.total}] {mark}{res.id}: {res.verdict}"
+            f" ({res.examples} examples, {res.seconds:.1f}s){' - ' + res.reason if res.reason else ''}"
+        )
+        with self._lock:
+            if self.tty:
+                self.stream.write("\r" + " " * 80 + "\r")
+            self.stream.write(line[:240] + "\n")
+            self.stream.flush()
+
+    def close(self) -> None:
+        if self._stop is not None:
+            self._stop.set()
+            self._stop = None
+
+
+def check(
+    claims: list[Claim],
+    *,
+    examples: int | None = None,
+    seed: int = 0,
+    budget: str | float | None = None,
+    device: str = "cpu",
+    out: str | os.PathLike | None = "attsvm-counterexamples",
+    seconds: float | None = None,
+    progress: Progress | None = None,
+) -> list[ClaimResult]:
+    """Run ``claims`` (dependency order); save failing cases under ``out``; report progress."""
+    from .discover import dependency_order
+
+    b = resolve_budget(budget)
+    ordered = dependency_order(claims)
+    for c in ordered:  # bad hypotheses are bad input: say so before running anything
+        validate(c)
+    if progress is not None:
+        progress.total = len(ordered)
+    results = []
+    try:
+        for c in ordered:
+            if progress is not None:
+                progress.start(c)
+            r = run_claim(
+                c,
+                examples=examples,
+                seed=seed,
+                budget=b,
+                device=device,
+                seconds=seconds,
+                out=out,
+                on_example=progress.example if progress is not None else None,
+            )
+            done = {x.id: x for x in results}
+            broken = [d for d in c.depends if d in done and done[d].verdict == "refuted" and done[d].expected == "true"]
+            if broken:
+                r.reason += f" [depends on refuted {', '.join(broken)}]"
+                r.detail["depends_refuted"] = broken
+            results.append(r)
+            if progress is not None:
+                progress.finish(r)
+    finally:
+        if progress is not None:
+            progress.close()
+    return results
+
+
+def replay(claim: Claim, npz: str | os.PathLike, *, device: str = "cpu") -> ClaimResult:
+    """Re-evaluate a saved counterexample of ``claim`` (its data set and recorded draws) and confirm it."""
+    from .counterexample import decode_draw, load
+
+    ds, info = load(npz)
+    if info["claim"] != claim.id:
+        raise InputError(f"{npz}: counterexample of {info['claim']!r}, not of {claim.id!r}")
+    draws = decode_draw(info.get("draws") or [])
+    seed = int(info.get("seed", 0))
+    b = float(info.get("budget", 1.0))
+    t0 = time.perf_counter()
+    res = _base(claim, seed=seed, budget=b, examples=1)
+    if claim.kind == "empirical":
+        case = Case(data=ds, hypotheses=claim.hypotheses, seed=seed, device=device, budget=b, replay=draws)
+        out = Outcome(ok=False, margin=(info.get("outcome") or {}).get("margin") or 0.0, detail={"replayed": True})
+        res.case, res.outcome = case, out
+        c = confirm(claim, case, out)
+        res.verdict, res.reason, res.confirmed, res.confirm_outcome = c.verdict, c.reason, c.confirmed, c.outcome
+    else:
+        case = Case(
+            data=ds,
+            hypotheses=claim.hypotheses,
+            seed=seed,
+            device=device,
+            budget=b,
+            index=int(info.get("index", 0)),
+            replay=draws,
+        )
+        out = claim.conclusion(case)
+        res.worst_margin = float(out.margin) if out.margin is not None else None
+        res.case, res.outcome = case, out
+        if out.inconclusive:
+            res.reason = f"inconclusive: {out.inconclusive}"
+        elif out.ok:
+            res.verdict = "verified"
+            res.reason = "the saved case passes now"
+        else:
+            c = confirm(claim, case, out)
+            res.verdict, res.reason, res.confirmed, res.confirm_outcome = c.verdict, c.reason, c.confirmed, c.outcome
+    res.seconds = time.perf_counter() - t0
+    res.counterexample = str(Path(npz))
+    return res

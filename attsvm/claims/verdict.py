@@ -1,0 +1,149 @@
+r"""Verdicts: the result of checking one claim, and whether it matches the claim's expectation.
+
+``verified``: the search (or sweep) found no confirmed failure; ``refuted``: a failure that survived the
+high-precision re-evaluation (or an empirical rate whose Wilson upper bound lies below the required rate);
+``inconclusive``: anything else, with a ``reason`` (``numerical``: the float64 failure did not survive;
+``unconfirmed``: no confirmer; ``inconclusive cases``: too many undecidable cases; ``rate``: the interval
+straddles the threshold; ``error``: the claim code raised).
+
+A verdict *matches* when a true claim is not refuted (and did not error) and an expected-false claim is
+refuted; ``attsvm check`` exits 0 iff every verdict matches.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+VERDICTS = ("verified", "refuted", "inconclusive")
+
+
+@dataclass
+class ClaimResult:
+    """Everything ``attsvm check`` reports about one claim."""
+
+    id: str
+    title: str
+    origin: str
+    expected: str
+    kind: str
+    verdict: str
+    reason: str = ""
+    examples: int = 0
+    worst_margin: float | None = None
+    counterexample: str | None = None
+    confirmed: bool = False
+    seconds: float = 0.0
+    seed: int = 0
+    budget: float = 1.0
+    module: str | None = None
+    inconclusive_cases: int = 0
+    error: str | None = None
+    rate: dict[str, Any] | None = None  # empirical: successes, runs, lo, hi, required
+    case: Any = None  # the minimal failing Case (not serialised)
+    outcome: Any = None  # its float64 Outcome
+    confirm_outcome: Any = None  # the confirmer's Outcome
+    detail: dict[str, Any] = field(default_factory=dict)
+    finding: str = ""  # a settled finding pinned in the claim file (Claim.finding)
+
+    @property
+    def matches(self) -> bool:
+        """True claims not refuted (and not erroring); expected-false claims refuted."""
+        if self.error is not None:
+            return False
+        if self.expected == "false":
+            return self.verdict == "refuted"
+        return self.verdict != "refuted"
+
+    def to_json(self) -> dict[str, Any]:
+        """The per-claim object of ``attsvm check --json``."""
+        out = {
+            "id": self.id,
+            "origin": self.origin,
+            "expected": self.expected,
+            "verdict": self.verdict,
+            "reason": self.reason,
+            "examples": int(self.examples),
+            "worst_margin": _num(self.worst_margin),
+            "counterexample": self.counterexample,
+            "confirmed": bool(self.confirmed),
+            "seconds": round(float(self.seconds), 3),
+            "title": self.title,
+            "kind": self.kind,
+            "matches": self.matches,
+            "seed": self.seed,
+            "inconclusive_cases": int(self.inconclusive_cases),
+            "finding": self.finding or None,
+        }
+        if self.rate is not None:
+            out["rate"] = jsonable(self.rate)
+        if self.error is not None:
+            out["error"] = self.error
+        if self.outcome is not None:
+            out["failure"] = {"margin": _num(self.outcome.margin), "detail": jsonable(self.outcome.detail)}
+        if self.confirm_outcome is not None:
+            c = self.confirm_outcome
+            out["confirmation"] = {
+                "ok": bool(c.ok),
+                "margin": _num(c.margin),
+                "detail": jsonable(c.detail),
+                "inconclusive": c.inconclusive,
+            }
+        return out
+
+
+def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    r"""Wilson score interval for $k$ successes in $n$ trials (95% by default):
+    $\frac{\hat p+\frac{z^2}{2n}\pm z\sqrt{\hat p(1-\hat p)/n+z^2/(4n^2)}}{1+z^2/n}$."""
+    if n <= 0:
+        return 0.0, 1.0
+    p = k / n
+    den = 1.0 + z * z / n
+    centre = (p + z * z / (2 * n)) / den
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def rate_verdict(k: int, n: int, rate: float) -> tuple[str, str, float, float]:
+    """``(verdict, reason, lo, hi)`` for an empirical success count against the required ``rate``."""
+    lo, hi = wilson(k, n)
+    if n == 0:
+        return "inconclusive", "no decided runs", lo, hi
+    if lo >= rate:
+        return "verified", f"{k}/{n} runs, 95% CI [{lo:.3f}, {hi:.3f}] >= {rate}", lo, hi
+    if hi < rate:
+        return "refuted", f"{k}/{n} runs, 95% CI [{lo:.3f}, {hi:.3f}] < {rate}", lo, hi
+    return "inconclusive", f"rate: {k}/{n} runs, 95% CI [{lo:.3f}, {hi:.3f}] straddles {rate}", lo, hi
+
+
+def _num(x: Any) -> float | None:
+    if x is None:
+        return None
+    try:
+        f = float(x)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else (None if math.isnan(f) else (1e308 if f > 0 else -1e308))
+
+
+def jsonable(x: Any) -> Any:
+    """Numpy/mpmath/fractions to plain JSON values (high-precision numbers become strings)."""
+    if isinstance(x, dict):
+        return {str(k): jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [jsonable(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return jsonable(x.tolist())
+    if isinstance(x, (np.bool_, bool)):
+        return bool(x)
+    if isinstance(x, (np.integer, int)):
+        return int(x)
+    if isinstance(x, (np.floating, float)):
+        f = float(x)
+        return f if math.isfinite(f) else str(f)
+    if x is None or isinstance(x, str):
+        return x
+    return str(x)  # mpf, Fraction, fmpq, ...: exact text

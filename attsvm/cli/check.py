@@ -1,0 +1,129 @@
+"""``attsvm check``: run executable claims and report verdicts.
+
+::
+
+    attsvm check [PATH ...] [--only ID ...] [--examples N] [--seed S] [--budget ci|default|thorough|X]
+                 [--seconds S] [--json FILE] [--markdown FILE] [--latex FILE] [--device cpu|cuda]
+                 [--out DIR] [--replay FILE.npz] [--list]
+
+PATH: claim files or folders (default: the built-in ``proofs/`` collection). Exit 0 when every verdict
+matches its expectation (true claims not refuted, expected-false claims refuted), 1 otherwise, 2 on bad
+input (unknown ``--only`` id, a path without claims, a claim file that fails to import).
+``--json -`` writes the JSON report to stdout instead of the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "check",
+        help="check claims (THEORY statements or your own conjectures)",
+        description="Search each claim for a counterexample; report verified / refuted / inconclusive.",
+    )
+    p.add_argument("paths", nargs="*", metavar="PATH", help="claim files or folders (default: built-in proofs/)")
+    p.add_argument("--only", nargs="+", metavar="ID", action="extend", help="run only these claim ids")
+    p.add_argument("--examples", type=int, metavar="N", help="examples (universal) or runs (empirical) per claim")
+    p.add_argument("--seed", type=int, default=0, metavar="S", help="base seed (default 0)")
+    p.add_argument(
+        "--budget",
+        default=None,
+        metavar="B",
+        help="ci | default | thorough | a number (scales examples, runs, seconds; env ATTSVM_CHECK_BUDGET)",
+    )
+    p.add_argument("--seconds", type=float, metavar="S", help="search time cap per claim (seconds)")
+    p.add_argument("--json", metavar="FILE", help="write the JSON report to FILE ('-' for stdout)")
+    p.add_argument("--markdown", metavar="FILE", help="write a Markdown report")
+    p.add_argument("--latex", metavar="FILE", help="write a LaTeX report (plain tabular)")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument(
+        "--out", default="attsvm-counterexamples", metavar="DIR", help="counterexample folder (.npz + .json)"
+    )
+    p.add_argument("--replay", metavar="FILE", help="re-evaluate a saved counterexample (.npz) instead of searching")
+    p.add_argument("--list", action="store_true", help="list the discovered claims and exit")
+    return p
+
+
+def _write(path: str, text: str) -> None:
+    if path == "-":
+        sys.stdout.write(text)
+        return
+    p = Path(path)
+    tmp = p.with_name(p.name + ".tmp-attsvm")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, p)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def _check_outputs(args) -> None:
+    from ..errors import InputError
+
+    for name in ("json", "markdown", "latex"):
+        f = getattr(args, name)
+        if f and f != "-":
+            parent = Path(f).resolve().parent
+            if not parent.is_dir():
+                raise InputError(f"--{name} {f}: folder {parent} does not exist")
+    if args.examples is not None and args.examples < 1:
+        raise InputError(f"--examples must be >= 1, got {args.examples}")
+    if args.seconds is not None and not args.seconds > 0:
+        raise InputError(f"--seconds must be > 0, got {args.seconds}")
+    if args.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise InputError("--device cuda: no CUDA device available")
+
+
+def run(args) -> int:
+    from ..claims import discover, select
+    from ..claims import report as rep
+    from ..claims.runner import Progress, check, replay, resolve_budget
+    from ..errors import InputError
+
+    budget = resolve_budget(args.budget)
+    _check_outputs(args)
+    if args.replay:
+        from ..claims.counterexample import load
+
+        _, info = load(args.replay)
+        paths = args.paths or ([info["file"]] if info.get("file") else None)
+        claims = select(discover(paths), args.only or [info["claim"]])
+        if len(claims) != 1:
+            raise InputError("--replay needs exactly one claim (use --only ID)")
+        results = [replay(claims[0], args.replay, device=args.device)]
+    else:
+        claims = select(discover(args.paths or None), args.only)
+        if args.list:
+            for c in claims:
+                print(f"{c.id}\t{c.origin}\t{c.kind}\t{c.title}")
+            return 0
+        prog = Progress(sys.stderr)
+        results = check(
+            claims,
+            examples=args.examples,
+            seed=args.seed,
+            budget=budget,
+            device=args.device,
+            out=args.out,
+            seconds=args.seconds,
+            progress=prog,
+        )
+    meta = {"seed": args.seed, "budget": budget, "device": args.device}
+    if args.json:
+        _write(args.json, rep.json_text(results, **meta) + "\n")
+    if args.markdown:
+        _write(args.markdown, rep.markdown(results))
+    if args.latex:
+        _write(args.latex, rep.latex(results))
+    if args.json != "-":
+        print(rep.table(results))
+    return 0 if all(r.matches for r in results) else 1

@@ -1,0 +1,72 @@
+"""``attsvm reproduce NAME``: run one of the papers' experiments (``numerics/NAME.py``) or ``all``.
+
+Writes ``DIR/NAME.png`` (figure), ``DIR/NAME.json`` (the numbers behind it) and ``DIR/NAME.manifest.json``
+(package versions, device, seeds, git revision, wall time). Exit 0 when the paper's qualitative claims
+hold on the run, 1 when a check failed, 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ..experiments import NAMES  # stdlib + numpy only at import time
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "reproduce",
+        help="reproduce an experiment of the papers (figure, numbers, manifest)",
+        description=__doc__.split("\n\n")[0],
+    )
+    p.add_argument("name", metavar="NAME", help=f"experiment: {', '.join(NAMES)}, or all")
+    p.add_argument("--smoke", action="store_true", help="small sizes (CI) that still show the qualitative result")
+    p.add_argument("--out", default="reproduce-out", help="output folder (default: ./reproduce-out)")
+    p.add_argument("--seeds", type=int, default=None, metavar="N", help="number of independent runs/instances")
+    p.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
+    p.add_argument("--workers", type=int, default=None, help="processes for the SVM solves (default: min(2, cores))")
+    p.add_argument("--numerics", default=None, metavar="DIR", help="folder of experiment specs (default: numerics/)")
+    p.add_argument("--quiet", action="store_true", help="no progress display on stderr")
+    p.add_argument("--json", action="store_true", help="print a JSON summary on stdout")
+    return p
+
+
+def run(args) -> int:
+    from ..errors import InputError
+    from ..experiments import discover, reproduce
+
+    if args.device not in ("cpu", "cuda") and not str(args.device).startswith("cuda:"):
+        raise InputError(f"--device must be cpu or cuda, got {args.device!r}")
+    if args.seeds is not None and args.seeds < 1:
+        raise InputError(f"--seeds must be a positive integer, got {args.seeds}")
+    if args.workers is not None and args.workers < 1:
+        raise InputError(f"--workers must be a positive integer, got {args.workers}")
+    known = discover(args.numerics)
+    if args.name == "all":
+        names = [n for n in NAMES if n in known] + sorted(set(known) - set(NAMES))
+    elif args.name in known:
+        names = [args.name]
+    else:
+        raise InputError(f"unknown experiment {args.name!r} (known: {', '.join(sorted(known))}, all)")
+    reports = []
+    for name in names:
+        rep = reproduce(
+            name,
+            args.out,
+            smoke=args.smoke,
+            seeds=args.seeds,
+            device=args.device,
+            progress=not args.quiet,
+            workers=args.workers,
+            folder=args.numerics,
+            argv=sys.argv,
+        )
+        reports.append(rep)
+        if not args.json:
+            status = "ok" if rep.ok else "FAILED: " + "; ".join(rep.failures)
+            print(f"{name:10s} {rep.wall_s:8.1f}s  {rep.files['png']}  {status}")
+    ok = all(r.ok for r in reports)
+    if args.json:
+        print(json.dumps({"ok": ok, "experiments": [r.to_json() for r in reports]}, indent=1))
+    return 0 if ok else 1

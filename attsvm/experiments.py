@@ -1,0 +1,598 @@
+r"""Runner for the experiment specs of ``numerics/`` (THEORY §4): discovery, progress, manifests, figures.
+
+A *spec* is a Python file ``numerics/<name>.py`` (discovered by path, as pytest discovers test files;
+default folder :func:`attsvm.paths.numerics_dir`) defining
+
+==============  ==========================================================================================
+``TITLE``       one line: what the experiment shows
+``CLAIMS``      tuple of THEORY claim ids it illustrates (optional)
+``SIZES``       ``{"full": {...}, "smoke": {...}}`` — keyword sizes; ``SIZES[...]["seeds"]`` is the number of
+                independent runs (what ``--seeds N`` overrides)
+``run(ctx)``    computes the numbers; returns a JSON-serialisable dict (it is ``NAME.json``)
+``plot(res)``   returns a matplotlib ``Figure`` built from that dict alone (it is ``NAME.png``)
+``check(res)``  the qualitative claims of the paper as a list of failure messages (empty: all hold)
+==============  ==========================================================================================
+
+:func:`reproduce` writes ``DIR/NAME.json``, ``DIR/NAME.png`` and ``DIR/NAME.manifest.json`` (package
+versions, device, seeds, git revision, wall time) atomically: nothing is half-written on failure.
+
+Figure helpers (:func:`band`, :func:`new_figure`, :func:`save_figure`) draw the paper's kind of figure:
+mean $\pm$ one standard deviation over runs, log scales where the paper uses them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+import warnings
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from .errors import InputError
+
+NAMES = ("visual", "rank", "local", "gensvm", "overparam", "prompt", "joint", "mirror", "causal")
+_REQUIRED = ("TITLE", "SIZES", "run", "plot", "check")
+_PACKAGES = ("attsvm", "numpy", "scipy", "torch", "cvxpy", "clarabel", "matplotlib", "sympy", "mpmath")
+
+
+# ---------------------------------------------------------------------------------------------- discovery
+def discover(folder: str | os.PathLike | None = None) -> dict[str, Path]:
+    """Spec files of ``folder`` (default :func:`attsvm.paths.numerics_dir`), keyed by name (file stem)."""
+    if folder is None:
+        from .paths import numerics_dir
+
+        folder = numerics_dir()
+    root = Path(folder)
+    if not root.is_dir():
+        raise InputError(f"{root}: no numerics folder (set ATTSVM_NUMERICS or run from the repository)")
+    return {p.stem: p for p in sorted(root.glob("*.py")) if not p.name.startswith("_")}
+
+
+def load_spec(name: str, folder: str | os.PathLike | None = None) -> ModuleType:
+    """Import the spec ``name`` by path and check it defines the spec interface."""
+    specs = discover(folder)
+    if name not in specs:
+        raise InputError(f"unknown experiment {name!r} (known: {', '.join(sorted(specs)) or 'none'})")
+    path = specs[name]
+    modname = f"attsvm_numerics_{name}"
+    spec = importlib.util.spec_from_file_location(modname, path)
+    if spec is None or spec.loader is None:  # pragma: no cover
+        raise InputError(f"{path}: cannot be imported")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[modname] = mod
+    spec.loader.exec_module(mod)
+    missing = [k for k in _REQUIRED if not hasattr(mod, k)]
+    if missing:
+        raise InputError(f"{path}: experiment spec lacks {', '.join(missing)}")
+    return mod
+
+
+# ---------------------------------------------------------------------------------------------- progress
+class Progress:
+    """A progress display on stderr: one rewritten line on a terminal, a line per ~10% otherwise."""
+
+    def __init__(self, name: str, enabled: bool = True, stream=None):
+        self.name = name
+        self.enabled = enabled
+        self.stream = stream if stream is not None else sys.stderr
+        self._tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self._t0 = time.perf_counter()
+        self._last_decile: dict[str, int] = {}
+
+    def update(self, stage: str, done: int, total: int) -> None:
+        """Report ``done`` of ``total`` units of ``stage``."""
+        if not self.enabled:
+            return
+        total = max(int(total), 1)
+        frac = min(max(done / total, 0.0), 1.0)
+        msg = f"[{self.name}] {stage}: {done}/{total} ({100 * frac:3.0f}%) {time.perf_counter() - self._t0:6.1f}s"
+        if self._tty:
+            self.stream.write("\r\033[K" + msg + ("\n" if done >= total else ""))
+        else:
+            dec = int(frac * 10)
+            if self._last_decile.get(stage) == dec and done < total:
+                return
+            self._last_decile[stage] = dec
+            self.stream.write(msg + "\n")
+        self.stream.flush()
+
+    def note(self, text: str) -> None:
+        if self.enabled:
+            if self._tty:
+                self.stream.write("\r\033[K")
+            self.stream.write(f"[{self.name}] {text}\n")
+            self.stream.flush()
+
+
+# ---------------------------------------------------------------------------------------------- context
+@dataclass
+class Context:
+    """What a spec's ``run`` receives: its sizes, the device, the progress display and a timing log."""
+
+    name: str
+    size: dict[str, Any]
+    smoke: bool
+    device: str = "cpu"
+    progress: Progress = field(default_factory=lambda: Progress("", enabled=False))
+    timings: dict[str, float] = field(default_factory=dict)
+    workers: int = 1
+    errors: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def seeds(self) -> int:
+        return int(self.size["seeds"])
+
+    @contextlib.contextmanager
+    def timed(self, what: str):
+        """Accumulate the wall time of a block into ``timings[what]`` (reported in the manifest)."""
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[what] = self.timings.get(what, 0.0) + time.perf_counter() - t0
+
+    def map(
+        self, fn: Callable[[Any], Any], items: Sequence[Any], stage: str, min_items: int | None = None
+    ) -> list[Any]:
+        """``[fn(x) for x in items]`` with progress, on ``workers`` processes when there are at least
+        ``min_items`` items (default ``4 * workers``).
+
+        ``fn`` must be importable by name in a fresh process (a function of :mod:`attsvm`, not of a spec)."""
+        items = list(items)
+        out: list[Any] = []
+        if self.workers > 1 and len(items) >= (4 * self.workers if min_items is None else min_items):
+            import multiprocessing as mp
+
+            ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+            chunk = max(1, len(items) // (8 * self.workers))
+            with ctx.Pool(self.workers) as pool:
+                for r in pool.imap(fn, items, chunksize=chunk):
+                    out.append(r)
+                    self.progress.update(stage, len(out), len(items))
+            return out
+        for x in items:
+            out.append(fn(x))
+            self.progress.update(stage, len(out), len(items))
+        return out
+
+
+# ---------------------------------------------------------------------------------------------- manifest
+def _version(pkg: str) -> str | None:
+    from importlib import metadata
+
+    try:
+        return metadata.version(pkg)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def git_revision(cwd: str | os.PathLike | None = None) -> dict[str, Any]:
+    """``{"commit", "dirty"}`` of the repository holding ``cwd`` (default: next to the package), or Nones."""
+    where = Path(cwd) if cwd is not None else Path(__file__).resolve().parent.parent
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=where, capture_output=True, text=True, timeout=10, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=where,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+        return {"commit": commit, "dirty": bool(dirty)}
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+
+
+def device_info(device: str) -> dict[str, Any]:
+    """The device in words: CPU model and thread count, or the CUDA device name."""
+    info: dict[str, Any] = {"requested": device, "platform": platform.platform(), "cpu_count": os.cpu_count()}
+    info["cpu"] = platform.processor() or platform.machine()
+    if "torch" in sys.modules:
+        torch = sys.modules["torch"]
+        info["torch_threads_per_process"] = 1 if str(device).startswith("cpu") else torch.get_num_threads()
+        if str(device).startswith("cuda") and torch.cuda.is_available():
+            info["cuda_device"] = torch.cuda.get_device_name(torch.device(device))
+    return info
+
+
+def manifest(
+    name: str, ctx: Context, wall_s: float, spec_path: Path, argv: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """The provenance record written next to every result."""
+    return {
+        "experiment": name,
+        "spec": str(spec_path),
+        "smoke": ctx.smoke,
+        "sizes": ctx.size,
+        "seeds": {"runs": ctx.seeds, "indices": f"0..{ctx.seeds - 1}", "base": "fixed seeds in the spec (settings)"}
+        if "seeds" in ctx.size
+        else None,
+        "device": device_info(ctx.device),
+        "workers": ctx.workers,
+        "dtype": "float64",
+        "git": git_revision(),
+        "python": sys.version.split()[0],
+        "packages": {p: _version(p) for p in _PACKAGES},
+        "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - wall_s)),
+        "wall_s": round(wall_s, 3),
+        "timings_s": {k: round(v, 3) for k, v in ctx.timings.items()},
+        "solver_failures": {k: {"count": len(v), "first": v[:3]} for k, v in ctx.errors.items()},
+        "argv": list(argv) if argv is not None else sys.argv,
+    }
+
+
+# ---------------------------------------------------------------------------------------------- json
+def jsonable(x: Any) -> Any:
+    """Numpy arrays/scalars to lists/numbers; non-finite floats to None (strict JSON)."""
+    if isinstance(x, dict):
+        return {str(k): jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [jsonable(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return jsonable(x.tolist())
+    if isinstance(x, (np.bool_, bool)):
+        return bool(x)
+    if isinstance(x, (np.integer, int)):
+        return int(x)
+    if isinstance(x, (np.floating, float)):
+        return float(x) if np.isfinite(x) else None
+    return x
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+# ---------------------------------------------------------------------------------------------- figures
+def new_figure(ncols: int = 1, nrows: int = 1, width: float = 4.0, height: float = 3.2):
+    """A matplotlib (Agg) figure with an ``(nrows, ncols)`` array of axes."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False)
+    return fig, axes
+
+
+def band_stats(runs, log: bool = False) -> dict[str, list]:
+    """Mean $\\pm$ one std over runs of ``runs`` (R, B) (NaNs ignored): ``{"mean", "lo", "hi"}`` of length R.
+
+    With ``log`` the statistics are taken of $\\log_{10}$ (geometric mean and std), as for $1-\\mathrm{corr}$."""
+    y = np.asarray(runs, dtype=float)
+    if y.ndim == 1:
+        y = y[:, None]
+    with np.errstate(all="ignore"), _quiet_nanwarnings():
+        if log:
+            ly = np.log10(np.clip(y, 1e-300, None))
+            m, s = np.nanmean(ly, axis=1), np.nanstd(ly, axis=1)
+            mean, lo, hi = 10**m, 10 ** (m - s), 10 ** (m + s)
+        else:
+            mean, s = np.nanmean(y, axis=1), np.nanstd(y, axis=1)
+            lo, hi = mean - s, mean + s
+    return {"mean": jsonable(mean), "lo": jsonable(lo), "hi": jsonable(hi)}
+
+
+def band(ax, x, stats: dict[str, list], label: str | None = None, color=None, logy: bool = False, **kw):
+    """Draw a :func:`band_stats` band (line = mean, shade = mean $\\pm$ std); log y-axis with ``logy``."""
+    f = lambda a: np.array([np.nan if v is None else v for v in a], dtype=float)  # noqa: E731
+    x = np.asarray(x, dtype=float)
+    (line,) = ax.plot(x, f(stats["mean"]), label=label, color=color, **kw)
+    ax.fill_between(x, f(stats["lo"]), f(stats["hi"]), color=line.get_color(), alpha=0.2, linewidth=0)
+    if logy:
+        ax.set_yscale("log")
+    return line
+
+
+@contextlib.contextmanager
+def _quiet_nanwarnings():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        yield
+
+
+def save_figure(fig, path: str | os.PathLike, dpi: int = 80) -> Path:
+    """Write ``fig`` as a small PNG atomically and close it."""
+    import io
+
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="png", dpi=dpi)
+    plt.close(fig)
+    p = Path(path)
+    _write_atomic(p, buf.getvalue())
+    return p
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+def corr_trajectory(Ws: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    r"""$\mathrm{corr}(W_k^{(b)},W_\circ^{(b)})$ for a recorded trajectory ``Ws`` (R, B, ...) and targets (B, ...).
+
+    Zero matrices give NaN (no direction)."""
+    Ws = np.asarray(Ws, dtype=float)
+    T = np.asarray(targets, dtype=float)
+    R, B = Ws.shape[:2]
+    a = Ws.reshape(R, B, -1)
+    b = T.reshape(1, B, -1)
+    num = np.sum(a * b, axis=-1)
+    den = np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+
+
+def summary(x: Iterable[float]) -> dict[str, float | int | None]:
+    """mean / std / min / max / count of the finite values."""
+    a = np.asarray(list(x), dtype=float)
+    a = a[np.isfinite(a)]
+    if a.size == 0:
+        return {"mean": None, "std": None, "min": None, "max": None, "count": 0}
+    return {
+        "mean": float(a.mean()),
+        "std": float(a.std()),
+        "min": float(a.min()),
+        "max": float(a.max()),
+        "count": int(a.size),
+    }
+
+
+# ---------------------------------------------------------------------------------------------- runner
+@dataclass
+class Report:
+    """What one reproduction produced: result numbers, failed qualitative checks, files, wall time."""
+
+    name: str
+    title: str
+    result: dict[str, Any]
+    failures: list[str]
+    files: dict[str, str]
+    wall_s: float
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "title": self.title,
+            "ok": self.ok,
+            "failures": self.failures,
+            "files": self.files,
+            "wall_s": round(self.wall_s, 3),
+        }
+
+
+def sizes_of(mod: ModuleType, smoke: bool, seeds: int | None) -> dict[str, Any]:
+    """The spec's full or smoke sizes, with ``seeds`` overridden when given."""
+    size = dict(mod.SIZES["smoke" if smoke else "full"])
+    if seeds is not None:
+        if seeds < 1:
+            raise InputError(f"--seeds must be a positive integer, got {seeds}")
+        size["seeds"] = int(seeds)
+    return size
+
+
+def reproduce(
+    name: str,
+    out: str | os.PathLike,
+    *,
+    smoke: bool = False,
+    seeds: int | None = None,
+    device: str = "cpu",
+    progress: bool = True,
+    workers: int | None = None,
+    folder: str | os.PathLike | None = None,
+    argv: Sequence[str] | None = None,
+) -> Report:
+    """Run experiment ``name`` and write ``NAME.json``, ``NAME.png``, ``NAME.manifest.json`` into ``out``."""
+    if not str(device).startswith(("cpu", "cuda")):
+        raise InputError(f"--device must be cpu or cuda, got {device!r}")
+    mod = load_spec(name, folder)
+    path = discover(folder)[name]
+    outdir = Path(out)
+    if outdir.exists() and not outdir.is_dir():
+        raise InputError(f"{outdir}: exists and is not a directory")
+    if str(device).startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise InputError("--device cuda requested but no CUDA device is available")
+    nworkers = workers if workers is not None else min(2, os.cpu_count() or 1)
+    ctx = Context(
+        name=name,
+        size=sizes_of(mod, smoke, seeds),
+        smoke=smoke,
+        device=str(device),
+        progress=Progress(name, enabled=progress),
+        workers=max(1, nworkers),
+    )
+    import torch
+
+    threads = torch.get_num_threads()
+    if ctx.device.startswith("cpu"):
+        torch.set_num_threads(1)  # tiny tensors: one thread per process, the cores go to parallel runs
+    t0 = time.perf_counter()
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+            result = mod.run(ctx)
+    finally:
+        torch.set_num_threads(threads)
+    wall = time.perf_counter() - t0
+    result = jsonable(result)
+    failures = [str(f) for f in mod.check(result)]
+    result["checks"] = {"failures": failures, "ok": not failures}
+    fig = mod.plot(result)
+    outdir.mkdir(parents=True, exist_ok=True)
+    files = {
+        "png": str(outdir / f"{name}.png"),
+        "json": str(outdir / f"{name}.json"),
+        "manifest": str(outdir / f"{name}.manifest.json"),
+    }
+    save_figure(fig, files["png"])
+    _write_atomic(Path(files["json"]), json.dumps(result, indent=1, allow_nan=False).encode())
+    man = manifest(name, ctx, wall, path, argv)
+    _write_atomic(Path(files["manifest"]), json.dumps(jsonable(man), indent=1, allow_nan=False).encode())
+    ctx.progress.note(f"done in {wall:.1f}s" + ("" if not failures else f"; {len(failures)} check(s) FAILED"))
+    return Report(name, str(mod.TITLE), result, failures, files, wall)
+
+
+# ---------------------------------------------------------------------------------------------- solves
+def _resolve_fn(dotted: str) -> Callable[..., Any]:
+    mod, _, attr = dotted.partition(":")
+    return getattr(importlib.import_module(mod), attr)
+
+
+def _trim(res: Any) -> Any:
+    """Keep what an experiment needs of an SVM solution (cheap to send between processes)."""
+    from .svm.solution import SVMSolution
+
+    if isinstance(res, SVMSolution):
+        return {
+            "status": res.status,
+            "W": res.W,
+            "objective": res.objective,
+            "locally_optimal": res.locally_optimal,
+            "extra": {k: v for k, v in res.extra.items() if isinstance(v, (np.ndarray, float, int, list, tuple))},
+        }
+    return res
+
+
+def _call_job(job: tuple[str, tuple, dict]) -> Any:
+    """Run ``job = (dotted, args, kwargs)``; infeasibility becomes ``{"status": "infeasible"}``."""
+    from .errors import InfeasibleError, SolverError
+
+    dotted, args, kw = job
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(1)
+    try:
+        return _trim(_resolve_fn(dotted)(*args, **kw))
+    except InfeasibleError:
+        return {"status": "infeasible", "W": None}
+    except (SolverError, np.linalg.LinAlgError, FloatingPointError) as exc:
+        msg = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        return {"status": "solver-error", "W": None, "error": msg}
+
+
+def call_each(ctx: Context, dotted: str, jobs: Sequence[tuple[tuple, dict]], stage: str) -> list[Any]:
+    """Call ``dotted`` (``"module:function"``) on each ``(args, kwargs)``, on ``ctx.workers`` processes.
+
+    SVM solutions are reduced to ``{"status", "W", "objective", "locally_optimal", "extra"}``; an
+    :class:`~attsvm.errors.InfeasibleError` gives status ``"infeasible"``, a
+    :class:`~attsvm.errors.SolverError` (or a numpy ``LinAlgError`` inside a solver) status ``"solver-error"``
+    with the message in ``"error"`` (never a value; experiments count these and report them)."""
+    with ctx.timed(stage):
+        out = ctx.map(_call_job, [(dotted, a, k) for a, k in jobs], stage)
+    errs = solver_errors(out)
+    if errs:
+        ctx.errors.setdefault(stage, []).extend(errs)
+        ctx.progress.note(f"{stage}: {len(errs)} solver failure(s) (not used as values), e.g. {errs[0]}")
+    return out
+
+
+def gd_runs(ctx: Context, jobs: Sequence[dict[str, Any]], stage: str) -> list[Any]:
+    """Several :func:`attsvm.gd.run` calls (``{"ds": ..., **kwargs}`` each), one per worker process at a time.
+
+    Each run is batched over its data sets already; running independent runs side by side uses the cores
+    that single-threaded torch leaves idle. ``device`` defaults to ``ctx.device``."""
+    work = [
+        ("attsvm.gd:run", (j["ds"],), {"device": ctx.device, **{k: v for k, v in j.items() if k != "ds"}}) for j in jobs
+    ]
+    with ctx.timed(stage):
+        if str(ctx.device).startswith("cuda"):
+            return [_call_job(w) for w in work]
+        return ctx.map(_call_job, work, stage, min_items=2)
+
+
+def _fro_chunk(ds) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Batched Frobenius solve; when the batch solver fails, item by item, failures marked (never read)."""
+    from .errors import SolverError
+    from .svm import solve_fro_batch
+
+    bad = (SolverError, np.linalg.LinAlgError, FloatingPointError)
+    try:
+        fb = solve_fro_batch(ds)
+        return np.asarray(fb.W), np.asarray(fb.feasible), []
+    except bad:
+        pass
+    B, d = ds.batch_size, ds.d
+    W, ok, errs = np.full((B, d, d), np.nan), np.zeros(B, dtype=bool), []
+    for b in range(B):
+        try:
+            fb = solve_fro_batch(subset(ds, np.array([b])))
+            W[b], ok[b] = fb.W[0], bool(fb.feasible[0])
+        except bad as exc:
+            errs.append(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+    return W, ok, errs
+
+
+def fro_batch(ctx: Context, ds, stage: str) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`attsvm.svm.solve_fro_batch` of a batched data set, split over ``ctx.workers`` processes:
+    ``W`` (B, d, d) (NaN where infeasible) and ``feasible`` (B,). Items where the solver failed count as not
+    feasible; their messages accumulate in ``ctx.errors[stage]``."""
+    B = ds.batch_size
+    k = min(B, 4 * ctx.workers) if ctx.workers > 1 and B >= 64 else 1
+    bounds = np.linspace(0, B, k + 1).astype(int)
+    parts = [subset(ds, np.arange(a, b)) for a, b in zip(bounds[:-1], bounds[1:])] if k > 1 else [ds]
+    with ctx.timed(stage):
+        res = ctx.map(_fro_chunk, parts, stage, min_items=2)
+    errs = [e for r in res for e in r[2]]
+    if errs:
+        ctx.errors.setdefault(stage, []).extend(errs)
+        ctx.progress.note(f"{stage}: {len(errs)} solver failure(s), e.g. {errs[0]}")
+    return np.concatenate([r[0] for r in res]), np.concatenate([r[1] for r in res])
+
+
+def subset(ds, idx: np.ndarray):
+    """The sub-batch ``idx`` of a batched data set (same kind and selection)."""
+    from .data import Dataset
+
+    pick = lambda a: None if a is None else a[idx]  # noqa: E731
+    Z = None if ds.kind in ("self", "causal") else ds.Z[idx]
+    return Dataset(ds.X[idx], ds.Y[idx], Z, ds.v[idx], pick(ds.alpha), ds.kind, ds.query_index)
+
+
+def solver_errors(results: Sequence[Any]) -> list[str]:
+    """The messages of the :func:`call_each` results that are solver errors."""
+    return [r["error"] for r in results if isinstance(r, dict) and r.get("status") == "solver-error"]
+
+
+def stack(results: Sequence[Any], shape: tuple[int, ...], key: str = "W") -> tuple[np.ndarray, np.ndarray]:
+    """Stack one field of :func:`call_each` results (``"W"`` or a key of ``extra``, e.g. ``"p"``):
+    (B, *shape) with NaN where the solve was not optimal, and the (B,) mask of optimal solves."""
+    B = len(results)
+    out = np.full((B, *shape), np.nan)
+    ok = np.zeros(B, dtype=bool)
+    for b, r in enumerate(results):
+        if isinstance(r, np.ndarray) and key == "W" and r.size == int(np.prod(shape)):
+            out[b], ok[b] = r.reshape(shape), True
+        elif isinstance(r, dict) and r.get("status") == "optimal":
+            val = r.get("W") if key == "W" else r.get("extra", {}).get(key)
+            if val is not None and np.size(val) == int(np.prod(shape)):
+                out[b] = np.asarray(val, dtype=float).reshape(shape)
+                ok[b] = True
+    return out, ok

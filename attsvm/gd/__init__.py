@@ -1,0 +1,70 @@
+r"""Batched gradient descent on attention (THEORY §1 algorithms, §5 numerical traps), in torch.
+
+Main entry point::
+
+    from attsvm import gd
+    res = gd.run(ds, param="W", algo="ngd", lr=0.1, steps=2000)      # ds single or batched
+    res.W            # (B,d,d) final iterates;  res.stop_reason  # ["steps", ...]
+
+* :func:`run` / :class:`GDResult` — the engine (:mod:`.engine`): parametrisations ``W``, ``KQ``, ``p``,
+  ``vp``; algorithms ``gd``, ``ngd`` (direction in the log domain, runs far past underflow), ``md``
+  ($\ell_q$ mirror descent); nonlinear heads; stop rules; trajectories.
+* :func:`cone_init`, :func:`initial_params` — initial points (:mod:`.init`).
+* :func:`regularization_path` / :class:`PathResult` — $\bar W_R\in\arg\min_{\|W\|\le R}\mathcal L$ (:mod:`.regpath`).
+* torch closed forms (:mod:`.model_torch`): :func:`grad_W_torch`, :func:`grad_KQ_torch`, :func:`grad_p_torch`,
+  :func:`grad_vp_torch`, :func:`loss_W_torch`, :func:`loss_p_torch`, :func:`token_weights_logdomain`, ...
+"""
+
+from .engine import STOP_REASONS, GDResult, run
+from .init import cone_init, initial_params
+from .model_torch import (
+    TorchData,
+    corr_t,
+    grad_from_weights_p,
+    grad_from_weights_W,
+    grad_KQ_torch,
+    grad_p_torch,
+    grad_vp_torch,
+    grad_W_torch,
+    head_outputs,
+    log_softmax_t,
+    logits_p,
+    logits_W,
+    loss_p_torch,
+    loss_value_t,
+    loss_W_torch,
+    token_weights,
+    token_weights_logdomain,
+    token_weights_logdomain_pairwise,
+)
+from .regpath import PathResult, regularization_path
+from .trajectory import SATURATED
+
+__all__ = [
+    "GDResult",
+    "PathResult",
+    "SATURATED",
+    "STOP_REASONS",
+    "TorchData",
+    "cone_init",
+    "corr_t",
+    "grad_KQ_torch",
+    "grad_W_torch",
+    "grad_from_weights_W",
+    "grad_from_weights_p",
+    "grad_p_torch",
+    "grad_vp_torch",
+    "head_outputs",
+    "initial_params",
+    "log_softmax_t",
+    "logits_W",
+    "logits_p",
+    "loss_W_torch",
+    "loss_p_torch",
+    "loss_value_t",
+    "regularization_path",
+    "run",
+    "token_weights",
+    "token_weights_logdomain",
+    "token_weights_logdomain_pairwise",
+]

@@ -1,0 +1,119 @@
+r"""Initial points of gradient descent: zero, seeded random, given, and "in a cone around a target".
+
+All draws use numpy generators (``numpy.random.default_rng(seed)``), so an initial point does not
+depend on the device, and the first data set of a batch gets the same point as a single run with the
+same seed (draws are laid out data set by data set).
+
+Scales (``init_scale``, default 0.1, the scale of the paper's E1 runs $K_0=0.1\,\mathcal N$):
+
+============  ==========================================================================
+param         ``"zero"`` / ``"random"``
+============  ==========================================================================
+``W``         $W_0=0$ / $W_0=\sigma\,\mathcal N(0,I)$ entrywise
+``KQ``        $Q_0=0,\ K_0=\sigma\,\mathcal N$ (E1: $W_0=K_0Q_0^\top=0$; $K=Q=0$ is a saddle) /
+              both $K_0,Q_0=\sigma\,\mathcal N$
+``p``         $p_0=0$ / $\sigma\,\mathcal N$
+``vp``        $v_0=0,\ p_0=0$ / both $\sigma\,\mathcal N$
+============  ==========================================================================
+
+Given points: a numpy array ($W_0$ (d,d) or (B,d,d) for ``W``, factorised as $K=U\Sigma^{1/2}$,
+$Q=V\Sigma^{1/2}$ for ``KQ``; $p_0$ (d,) or (B,d) for ``p``) or a dict ``{"K","Q"}`` / ``{"p"}`` /
+``{"v","p"}``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError
+
+PARAMS = ("W", "KQ", "p", "vp")
+DEFAULT_SCALE = 0.1
+
+
+def _batched(name: str, a: Any, shape: tuple[int, ...], B: int) -> np.ndarray:
+    try:
+        arr = np.asarray(a, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"initial {name!r} is not numeric") from exc
+    if not np.all(np.isfinite(arr)):
+        raise InputError(f"initial {name!r} contains NaN or inf")
+    if arr.shape == shape:
+        return np.broadcast_to(arr, (B, *shape)).copy()
+    if arr.shape == (B, *shape):
+        return arr.copy()
+    raise InputError(f"initial {name!r} must have shape {shape} or {(B, *shape)}, got {arr.shape}")
+
+
+def initial_params(
+    param: str, init: Any, B: int, d: int, m: int, seed: int = 0, init_scale: float | None = None
+) -> dict[str, np.ndarray]:
+    """The initial parameters as a dict of (B, ...) float64 arrays (keys W | K,Q | p | v,p)."""
+    sc = DEFAULT_SCALE if init_scale is None else float(init_scale)
+    shapes = {"W": {"W": (d, d)}, "KQ": {"K": (d, m), "Q": (d, m)}, "p": {"p": (d,)}, "vp": {"v": (d,), "p": (d,)}}[
+        param
+    ]
+    if isinstance(init, str):
+        if init not in ("zero", "random"):
+            raise InputError(f"init must be 'zero', 'random', an array or a dict, got {init!r}")
+        rng = np.random.default_rng(seed)
+        sizes = [int(np.prod(s)) for s in shapes.values()]
+        draw = rng.standard_normal((B, sum(sizes)))  # data set by data set
+        out: dict[str, np.ndarray] = {}
+        off = 0
+        for (k, s), size in zip(shapes.items(), sizes):
+            out[k] = sc * draw[:, off : off + size].reshape(B, *s)
+            off += size
+        if init == "zero":
+            for k in out:
+                if not (param == "KQ" and k == "K"):
+                    out[k] = np.zeros_like(out[k])
+        return out
+    if isinstance(init, dict):
+        if set(init) != set(shapes):
+            raise InputError(f"initial point for param {param!r} needs keys {sorted(shapes)}, got {sorted(init)}")
+        return {k: _batched(k, init[k], s, B) for k, s in shapes.items()}
+    if param == "W":
+        return {"W": _batched("W", init, (d, d), B)}
+    if param == "p":
+        return {"p": _batched("p", init, (d,), B)}
+    if param == "KQ":
+        W0 = _batched("W", init, (d, d), B)
+        U, S, Vt = np.linalg.svd(W0)
+        r = min(m, d)
+        if np.any(S[:, r:] > 1e-12 * np.maximum(S[:, :1], 1e-300)):
+            raise InputError(f"initial W has rank above the width m={m}")
+        K = np.zeros((B, d, m))
+        Q = np.zeros((B, d, m))
+        K[..., :r] = U[..., :r] * np.sqrt(S[:, None, :r])
+        Q[..., :r] = np.swapaxes(Vt, -1, -2)[..., :r] * np.sqrt(S[:, None, :r])
+        return {"K": K, "Q": Q}
+    raise InputError(f"initial point for param {param!r} must be a dict with keys {sorted(shapes)}")
+
+
+def cone_init(target: np.ndarray, mu: float, R: float, seed: int = 0, depth: float = 0.5) -> np.ndarray:
+    r"""A point $W_0\in\mathcal C_{\mu,R}(W^\circ)$ on the sphere $\|W_0\|_F=R$ with
+    $\mathrm{corr}(W_0,W^\circ)=1-\text{depth}\cdot\mu\ \ (\ge1-\mu)$, in a seeded random direction:
+
+    .. math:: W_0=R\big(c\,\hat W^\circ+\sqrt{1-c^2}\,\hat E\big),\quad \hat E\perp\hat W^\circ,\ \|\hat E\|_F=1.
+
+    ``target`` (d,d) or (B,d,d) (then one point per data set); ``depth`` in [0,1]."""
+    T = np.asarray(target, dtype=np.float64)
+    if T.ndim not in (2, 3) or T.shape[-1] != T.shape[-2]:
+        raise InputError(f"cone target must have shape (d,d) or (B,d,d), got {T.shape}")
+    if not (0.0 <= mu <= 2.0) or not (0.0 <= depth <= 1.0) or not R > 0:
+        raise InputError("cone_init needs 0 <= mu <= 2, 0 <= depth <= 1 and R > 0")
+    single = T.ndim == 2
+    Tb = T[None] if single else T
+    nrm = np.linalg.norm(Tb, axis=(-2, -1), keepdims=True)
+    if np.any(nrm == 0):
+        raise InputError("cone target is the zero matrix")
+    That = Tb / nrm
+    E = np.random.default_rng((seed, 0xC0DE)).standard_normal(Tb.shape)  # salted: not the target's own stream
+    E = E - np.sum(E * That, axis=(-2, -1), keepdims=True) * That
+    E = E / np.linalg.norm(E, axis=(-2, -1), keepdims=True)
+    c = 1.0 - depth * mu
+    W0 = R * (c * That + np.sqrt(max(0.0, 1.0 - c * c)) * E)
+    return W0[0] if single else W0

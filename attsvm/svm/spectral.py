@@ -1,0 +1,115 @@
+r"""Rigorous (exact rational) checks on binary floating-point data: spectral-norm bounds and PSD tests.
+
+Every float64 is a dyadic rational $m\,2^{e}$, so an array of floats equals an integer array times one
+power of two, $a=N\,2^{e}$ (:func:`dyadic`). Products and sums of such arrays are then computed exactly in
+integers (python-flint ``fmpz_mat``), and a symmetric integer matrix is proved positive definite by
+Sylvester's criterion: all leading principal minors $>0$, read off the diagonal of a fraction-free LU
+factorisation without row exchanges (:func:`is_positive_definite`).
+
+The spectral-norm certificate of Att-SVM$^\star$ (THEORY §2) is
+$\|M\|_2\le1\iff I-M^\top M\succeq0$, with $M=\sum_j\lambda_jA_j$ built exactly from the data
+(:func:`prove_spectral_le_one`).
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+
+
+def dyadic(a: np.ndarray) -> tuple[np.ndarray, int]:
+    r"""Exact integer form of a float array: returns ``(N, e)`` with ``a == N * 2**e`` exactly.
+
+    ``N`` is an object array of Python ints (same shape as ``a``); $e$ the smallest exponent needed."""
+    a = np.asarray(a, dtype=np.float64)
+    if not np.all(np.isfinite(a)):
+        raise ValueError("dyadic: non-finite entry")
+    mant, ex = np.frexp(a)
+    mi = (mant * 2.0**53).astype(np.int64)  # exact: |mant| < 1
+    ex = ex.astype(np.int64) - 53
+    nz = mi != 0
+    if not np.any(nz):
+        return np.zeros(a.shape, dtype=object), 0
+    # strip trailing zero bits so the integers stay small
+    tz = np.zeros_like(mi)
+    w = np.where(nz, np.abs(mi), 1)
+    while True:
+        even = (w & 1) == 0
+        if not np.any(even & nz):
+            break
+        w = np.where(even, w >> 1, w)
+        tz = np.where(even, tz + 1, tz)
+    mi = np.where(nz, np.sign(mi) * w, 0)
+    ex = np.where(nz, ex + tz, 0)
+    e0 = int(ex[nz].min())
+    shift = (ex - e0).ravel()
+    out = np.array([int(m) << int(s) if m else 0 for m, s in zip(mi.ravel().tolist(), shift.tolist())], dtype=object)
+    return out.reshape(a.shape), e0
+
+
+def fmpz(N: np.ndarray):
+    """An ``flint.fmpz_mat`` from a 2-D object array of Python ints."""
+    import flint
+
+    N = np.asarray(N, dtype=object)
+    return flint.fmpz_mat([[int(x) for x in row] for row in N])
+
+
+def pow2(e: int) -> Fraction:
+    """$2^e$ as an exact fraction."""
+    return Fraction(1 << e) if e >= 0 else Fraction(1, 1 << -e)
+
+
+def is_positive_definite(S) -> bool:
+    r"""Exact test that the symmetric integer matrix ``S`` (``fmpz_mat``) is positive definite.
+
+    Sylvester: $S\succ0$ iff every leading principal minor is $>0$; in a fraction-free LU without row
+    exchanges, $U_{kk}$ is the leading minor of order $k+1$. A row exchange means a leading minor vanished,
+    so $S$ is not positive definite."""
+    n = S.nrows()
+    if n == 0:
+        return True
+    P, _L, _D, U = S.fflu()
+    for i in range(n):
+        for j in range(n):
+            if int(P[i, j]) != (1 if i == j else 0):
+                return False
+    return all(int(U[k, k]) > 0 for k in range(n))
+
+
+def combine_exact(Dn, Zn, lam_n: np.ndarray):
+    r"""Exact $N=\sum_j\lambda_jD_jz_j^\top=D^\top\mathrm{diag}(\lambda)Z$ in integers (``fmpz_mat``).
+
+    ``Dn``, ``Zn``: object arrays (m, d) of ints; ``lam_n``: object array (m,) of ints."""
+    DL = np.asarray(Dn, dtype=object) * np.asarray(lam_n, dtype=object)[:, None]
+    return fmpz(DL).transpose() * fmpz(Zn)
+
+
+def prove_spectral_le_one(N, e: int) -> bool:
+    r"""Prove $\|M\|_2\le1$ for $M=N\,2^{e}$ (``N`` an integer ``fmpz_mat``), exactly.
+
+    Checks $I-M^\top M\succ0$, i.e. $2^{-2e}I-N^\top N\succ0$ ($e<0$) or $I-2^{2e}N^\top N\succ0$ ($e\ge0$).
+    Strict definiteness is what Sylvester's criterion decides; it implies the claim."""
+    import flint
+
+    d = N.ncols()
+    G = N.transpose() * N
+    I = flint.fmpz_mat(d, d)
+    for k in range(d):
+        I[k, k] = 1
+    S = I * (1 << (-2 * e)) - G if e < 0 else I - G * (1 << (2 * e))
+    return is_positive_definite(S)
+
+
+def round_down(x: Fraction) -> float:
+    """The largest float $\\le x$."""
+    f = float(x)
+    return math.nextafter(f, -math.inf) if Fraction(f) > x else f
+
+
+def round_up(x: Fraction) -> float:
+    """The smallest float $\\ge x$."""
+    f = float(x)
+    return math.nextafter(f, math.inf) if Fraction(f) < x else f

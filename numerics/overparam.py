@@ -1,0 +1,103 @@
+r"""E5 — convergence type against $d$: the overparameterisation story (THEORY §4, ``feasible-overparam``).
+
+Paper law, $n=6$, $T=8$, random initialisation, normalised GD $\eta=0.1$, 2000 steps, 100 seeds per $d$.
+Each run is classified by the selection $\alpha_i=\arg\max_ts_{it}$ it ends on:
+
+* *global*: $\alpha=\mathrm{opt}$ and $\mathrm{corr}(W_k,W^{mm})\ge1-\epsilon$;
+* *local*: $\alpha\ne\mathrm{opt}$ is locally optimal (Att-SVM($\alpha$) feasible, scores beat the
+  SVM-neighbours) and $\mathrm{corr}(W_k,W^{mm}_\alpha)\ge1-\epsilon$;
+* *neither*: anything else (no SVM direction reached in the budget),
+
+with $\epsilon$ = ``tol("experiment_corr")``. As $d$ grows past $\max(T-1,n)$ every selection becomes
+feasible and the fraction converging to the global direction grows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+TITLE = "E5: fraction of GD runs converging to the global / a local SVM direction / neither, against d"
+CLAIMS = ("feasible-overparam", "gd-selects-locally-optimal")
+SIZES = {
+    "full": {"n": 6, "T": 8, "ds": [2, 3, 4, 6, 8, 10, 15, 20], "seeds": 100, "steps": 2000},
+    "smoke": {"n": 6, "T": 8, "ds": [2, 20], "seeds": 16, "steps": 2000},
+}
+
+
+def run(ctx) -> dict:
+    from attsvm import generate, svm
+    from attsvm.experiments import call_each, corr_trajectory, gd_runs
+    from attsvm.tolerances import tol
+
+    s = ctx.size
+    n, T, B = s["n"], s["T"], ctx.seeds
+    eps = tol("experiment_corr")
+    data = {d: generate.paper_law(n, T, d, seed=100 + d, B=B) for d in s["ds"]}
+    common = dict(param="W", algo="ngd", lr=0.1, steps=s["steps"], init="random", seed=1)
+    ctx.progress.note(f"normalised GD: {len(data)} values of d x {B} runs x {s['steps']} steps")
+    runs = gd_runs(ctx, [dict(ds=ds, **common) for ds in data.values()], "gd")
+    rows = []
+    for (d, ds), r in zip(data.items(), runs):
+        alpha = np.asarray(r.selection)
+        opt = np.asarray(ds.opt)
+        with ctx.timed("svm fro"):
+            g = svm.solve_fro_batch(ds)
+            a = svm.solve_fro_batch(ds.with_alpha(alpha))
+        cg = np.where(g.feasible, corr_trajectory(r.W[None], np.nan_to_num(g.W))[0], np.nan)
+        ca = np.where(a.feasible, corr_trajectory(r.W[None], np.nan_to_num(a.W))[0], np.nan)
+        is_opt = np.all(alpha == opt, axis=-1)
+        loc = np.array(
+            call_each(ctx, "attsvm.svm:is_locally_optimal", [((ds[b], alpha[b]), {}) for b in range(B)], f"d={d}"),
+            dtype=bool,
+        )
+        glob = is_opt & (cg >= 1 - eps)
+        local = ~is_opt & np.asarray(a.feasible) & loc & (ca >= 1 - eps)
+        rows.append(
+            {
+                "d": d,
+                "runs": B,
+                "global": float(glob.mean()),
+                "local": float(local.mean()),
+                "neither": float(1 - glob.mean() - local.mean()),
+                "feasible_opt": float(np.mean(g.feasible)),
+                "feasible_final_selection": float(np.mean(a.feasible)),
+                "ended_on_opt": float(is_opt.mean()),
+                "stuck_runs": float(np.mean(np.any(r.stuck, axis=-1))),
+            }
+        )
+        ctx.progress.note(f"d={d}: global {glob.mean():.2f} local {local.mean():.2f}")
+    return {"settings": dict(s, eps=eps, init="random", algo="ngd", lr=0.1), "rows": rows}
+
+
+def plot(res: dict):
+    from attsvm.experiments import new_figure
+
+    rows = res["rows"]
+    d = np.array([r["d"] for r in rows], dtype=float)
+    fig, ax = new_figure(width=4.6, height=3.4)
+    a = ax[0, 0]
+    for key, c, mk in (("global", "C2", "o"), ("local", "C0", "s"), ("neither", "C3", "^")):
+        y = np.array([r[key] for r in rows])
+        se = np.sqrt(y * (1 - y) / np.array([r["runs"] for r in rows]))
+        a.errorbar(d, y, yerr=se, color=c, marker=mk, ms=4, capsize=2, label=key)
+    a.plot(d, [r["feasible_opt"] for r in rows], color="0.5", ls=":", label="Att-SVM(opt) feasible")
+    n, T = res["settings"]["n"], res["settings"]["T"]
+    a.axvline(max(T - 1, n), color="0.7", lw=0.8)
+    a.set(xlabel="d", ylabel="fraction of runs", ylim=(-0.03, 1.03), xscale="log")
+    a.set_xticks(d, [str(int(x)) for x in d])
+    a.legend(fontsize=7)
+    a.grid(alpha=0.3)
+    a.set_title(f"E5: convergence type vs d (n={n}, T={T}; line: d = max(T-1,n))", fontsize=9)
+    return fig
+
+
+def check(res: dict) -> list[str]:
+    rows = res["rows"]
+    fails = []
+    if rows[-1]["global"] <= rows[0]["global"]:
+        fails.append(f"fraction global does not grow with d: {rows[0]['global']:.2f} -> {rows[-1]['global']:.2f}")
+    if rows[-1]["global"] + rows[-1]["local"] < 0.9:
+        fails.append(
+            f"at the largest d only {rows[-1]['global'] + rows[-1]['local']:.2f} of runs reach an SVM direction"
+        )
+    return fails
