@@ -120,7 +120,8 @@ def _run_universal(claim, examples, seed, b, device, seconds, on_example) -> Cla
     else:
         n = max(5, int(round(b * (claim.examples or DEFAULT_EXAMPLES["universal"]))))
         cap = seconds if seconds is not None else b * (getattr(claim, "seconds", None) or DEFAULT_SECONDS)
-    shrink = None if cap is None else max(10.0, cap)
+    # shrinking always has a finite cap (also with --examples, which only lifts the search cap)
+    shrink = max(10.0, cap if cap is not None else b * (getattr(claim, "seconds", None) or DEFAULT_SECONDS))
     sr = run_search(
         claim, examples=n, seed=seed, budget=b, device=device, seconds=cap, shrink_seconds=shrink, on_example=on_example
     )
