@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from .errors import InputError
+from .serial import jsonable as _jsonable
 
 NAMES = ("visual", "rank", "local", "gensvm", "overparam", "prompt", "joint", "mirror", "causal")
 _REQUIRED = ("TITLE", "SIZES", "run", "plot", "check")
@@ -154,7 +155,9 @@ class Context:
         if self.workers > 1 and len(items) >= (4 * self.workers if min_items is None else min_items):
             import multiprocessing as mp
 
-            ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+            cuda_live = "torch" in sys.modules and sys.modules["torch"].cuda.is_initialized()
+            fork_ok = "fork" in mp.get_all_start_methods() and not cuda_live  # never fork a CUDA process
+            ctx = mp.get_context("fork" if fork_ok else "spawn")
             chunk = max(1, len(items) // (8 * self.workers))
             with ctx.Pool(self.workers) as pool:
                 for r in pool.imap(fn, items, chunksize=chunk):
@@ -238,19 +241,7 @@ def manifest(
 # ---------------------------------------------------------------------------------------------- json
 def jsonable(x: Any) -> Any:
     """Numpy arrays/scalars to lists/numbers; non-finite floats to None (strict JSON)."""
-    if isinstance(x, dict):
-        return {str(k): jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [jsonable(v) for v in x]
-    if isinstance(x, np.ndarray):
-        return jsonable(x.tolist())
-    if isinstance(x, (np.bool_, bool)):
-        return bool(x)
-    if isinstance(x, (np.integer, int)):
-        return int(x)
-    if isinstance(x, (np.floating, float)):
-        return float(x) if np.isfinite(x) else None
-    return x
+    return _jsonable(x, nonfinite="null")
 
 
 def _write_atomic(path: Path, data: bytes) -> None:

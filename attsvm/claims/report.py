@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..serial import tex_escape
 from .verdict import ClaimResult, jsonable
 
 COLUMNS = ("id", "origin", "verdict", "examples", "worst margin", "seconds")
@@ -156,27 +157,6 @@ def markdown(results: list[ClaimResult], title: str = "attsvm check") -> str:
         md += [cmds[k] for k in ("replay", "rerun") if k in cmds]
         md += ["```"]
     return "\n".join(md) + "\n"
-
-
-_TEX = {
-    "\\": r"\textbackslash{}",
-    "&": r"\&",
-    "%": r"\%",
-    "$": r"\$",
-    "#": r"\#",
-    "_": r"\_",
-    "{": r"\{",
-    "}": r"\}",
-    "~": r"\textasciitilde{}",
-    "^": r"\textasciicircum{}",
-    "<": r"\textless{}",
-    ">": r"\textgreater{}",
-}
-
-
-def tex_escape(s: str) -> str:
-    """Escape text for LaTeX (plain text mode)."""
-    return "".join(_TEX.get(ch, ch) for ch in str(s))
 
 
 def latex(results: list[ClaimResult], standalone: bool = True) -> str:

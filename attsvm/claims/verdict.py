@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
+from ..serial import jsonable  # noqa: F401  (re-exported)
 
 VERDICTS = ("verified", "refuted", "inconclusive")
 
@@ -127,23 +127,3 @@ def _num(x: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return f if math.isfinite(f) else (None if math.isnan(f) else (1e308 if f > 0 else -1e308))
-
-
-def jsonable(x: Any) -> Any:
-    """Numpy/mpmath/fractions to plain JSON values (high-precision numbers become strings)."""
-    if isinstance(x, dict):
-        return {str(k): jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [jsonable(v) for v in x]
-    if isinstance(x, np.ndarray):
-        return jsonable(x.tolist())
-    if isinstance(x, (np.bool_, bool)):
-        return bool(x)
-    if isinstance(x, (np.integer, int)):
-        return int(x)
-    if isinstance(x, (np.floating, float)):
-        f = float(x)
-        return f if math.isfinite(f) else str(f)
-    if x is None or isinstance(x, str):
-        return x
-    return str(x)  # mpf, Fraction, fmpq, ...: exact text

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from ..serial import jsonable as _serial_jsonable
+
 
 @dataclass
 class SVMSolution:
@@ -65,22 +67,15 @@ class SVMSolution:
             "locally_optimal": self.locally_optimal,
             "delta": self.delta,
             "kkt": {k: float(v) for k, v in self.kkt.items()},
-            "certificate": _jsonable(self.certificate),
+            "certificate": _json(self.certificate),
         }
         if self.status == "infeasible":
             out["farkas"] = tl(self.farkas)
         for k, v in self.extra.items():
-            out[k] = _jsonable(v)
+            out[k] = _json(v)
         return out
 
 
-def _jsonable(x: Any) -> Any:
-    if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, np.ndarray):
-        return x.tolist()
-    if isinstance(x, (np.floating, np.integer, np.bool_)):
-        return x.item()
-    return x
+def _json(x: Any) -> Any:
+    """Strict JSON values (non-finite floats become null)."""
+    return _serial_jsonable(x, nonfinite="null")

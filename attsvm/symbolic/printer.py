@@ -17,6 +17,7 @@ from typing import Any
 import sympy as sp
 from sympy.printing.latex import LatexPrinter
 
+from ..serial import tex_escape
 from .notation import TABLE, split_name
 
 
@@ -388,23 +389,9 @@ class AttsvmLatexPrinter(LatexPrinter):
         return r",\ ".join(self._print(e) for e in expr)
 
 
-_ESC = {
-    "\\": r"\textbackslash{}",
-    "&": r"\&",
-    "%": r"\%",
-    "$": r"\$",
-    "#": r"\#",
-    "_": r"\_",
-    "{": r"\{",
-    "}": r"\}",
-    "~": r"\textasciitilde{}",
-    "^": r"\textasciicircum{}",
-}
-
-
 def _escape(text: str) -> str:
     """Escape LaTeX special characters of prose."""
-    return "".join(_ESC.get(c, c) for c in text)
+    return tex_escape(text)
 
 
 escape_text = _escape
