@@ -197,3 +197,14 @@ def test_smoke_overparam(tmp_path):
 def test_smoke_companion(name, tmp_path):
     res = _smoke(name, tmp_path)
     assert not res["_failures"], res["_failures"]
+
+
+@pytest.mark.slow
+def test_full_local_and_overparam(tmp_path):
+    """Full sizes (run with ``-m slow``): E3 at 100 seeds x 2000 steps, E5 over 8 values of d."""
+    rep = reproduce("local", tmp_path, progress=False)
+    assert rep.ok, rep.failures
+    assert rep.result["W"]["final_corr_mean"] >= 0.99 and rep.result["W"]["frac_locally_optimal"] >= 0.95
+    rep = reproduce("overparam", tmp_path, progress=False)
+    g = [r["global"] for r in rep.result["rows"]]
+    assert rep.ok and g[-1] > g[0] and np.corrcoef(rep.result["settings"]["ds"], g)[0, 1] > 0.8

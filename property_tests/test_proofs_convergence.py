@@ -121,11 +121,11 @@ EXPECTED = {
     "ngd-rate": ({"verified"}, 24),
     "prompt-gd-pmm": ({"verified"}, 3),
     "mirror-descent-lq": ({"verified", "inconclusive"}, 3),  # 1/log t: may not converge within a CI budget
-    # joint (v,p): p does not always approach the relaxed prompt SVM (float64 failures, no confirmer)
-    "joint-vp-relaxed": ({"verified", "inconclusive"}, 2),
-    "gensvm-equivalence": ({"verified", "inconclusive"}, 16),  # E4 acceptance is rare at d=6
-    # engine part pending (cone-restricted regularisation path): inconclusive until present
-    "rp-local": ({"verified", "inconclusive"}, 5),
+    # joint (v,p): runs with bounded p (outside the regime) or in transit via p^mm are undecided; the rest pass
+    "joint-vp-relaxed": ({"verified"}, 4),
+    # E4 rule: ~8 % of runs informative; pass rate ~0.77-0.83 sits at the claimed 0.8 -> inconclusive
+    "gensvm-equivalence": ({"inconclusive"}, 200),
+    "rp-local": ({"verified"}, 5),  # cone-restricted path (engine), started inside the cone
 }
 
 
@@ -149,5 +149,44 @@ def test_claim_verdict(claims, cid):
         assert hp["mp_vs_float64_rel"] <= tol("replay_rtol") and min(hp["deficit"]) > 1.0
     if cid == "gd-selects-locally-optimal":
         assert res.rate["successes"] >= 0.9 * res.rate["runs"]
+    if cid == "gensvm-equivalence":
+        assert res.rate["decided"] >= 15, res.rate  # enough accepted runs for the Wilson interval to decide
     if cid == "ngd-rate":
         assert 1.5 <= res.detail["outcome"]["ngd_exponent_median"] <= 2.5
+
+
+# ---------------------------------------------------------------------- confirmers of rp-local / joint-vp-relaxed
+def test_rp_local_confirmer_confirms_a_forced_failure(claims):
+    """With an unreachable ``shrink`` the float64 failure is real: the 50-digit e_R agree and the path point is
+    a constrained stationary point (residual small), so the confirmer returns ok=False."""
+    from attsvm.claims.case import Case
+    from attsvm.strategies import batch
+
+    c = claims["rp-local"]
+    case = Case(data=batch("locally_optimal", 1, 1, n=2, T=3, d=2)[0], hypotheses=dict(c.hypotheses, shrink=0.0))
+    out = c.conclusion(case)
+    assert not out.ok and out.margin < 0
+    hp = c.confirmer(case, out)
+    assert hp.inconclusive is None and not hp.ok
+    assert abs(hp.margin - out.margin) <= 1e-9 and hp.detail["stationarity_residual"] <= 1e-2
+
+
+def test_joint_vp_mpmath_replay_equals_engine(claims):
+    """The confirmer's 50-digit (v,p) replay (gradients from the definition) equals the torch engine."""
+    import importlib
+
+    import mpmath as mp
+
+    from attsvm import gd
+    from attsvm.strategies import batch
+
+    mod = importlib.import_module(claims["joint-vp-relaxed"].conclusion.__module__)
+    ds = batch("prompt", 1, 2, n=3, T=3, d=3)[0]
+    rng = np.random.default_rng(2)
+    v0, p0 = rng.standard_normal(3) * 5, rng.standard_normal(3) * 5
+    ref = gd.run(ds, param="vp", algo="ngd", lr=0.1, steps=6, init={"v": v0, "p": p0})
+    with mp.workdps(50):
+        v, p = mod._mp_vp_replay(ds, v0, p0, 6)
+    a = np.array([float(x) for x in (*v, *p)])
+    b = np.concatenate([np.asarray(ref.v).ravel(), np.asarray(ref.p).ravel()])
+    assert np.linalg.norm(a - b) <= tol("replay_rtol") * np.linalg.norm(b)

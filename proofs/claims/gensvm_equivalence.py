@@ -3,7 +3,12 @@ $h(u)=\mathbf 1^\top\mathrm{ReLU}(V^\top u)$, $\|V\|_F=1$, normalised GD's itera
 $W^{SVMeq}=W^{fin}+\hat RW^{svm}$ than to $W^{svm}$ or to the one-token $W^{mm}_\alpha$:
 $1-\mathrm{corr}(W_k,W^{SVMeq})<\min(1-\mathrm{corr}(W_k,W^{svm}),1-\mathrm{corr}(W_k,W^{mm}_\alpha))$.
 Runs outside E4's acceptance rule (some $s\in(10^{-6},10^{-3}]$, or no $s\le10^{-6}$, or an SVM infeasible)
-are undecided.
+are undecided, and so are runs whose selected sets are all singletons (then the three predictions coincide: a
+tie, not evidence). E4's setting (2001 steps, $W_0=0$); about 22 % of runs are accepted and 8 % informative
+at $d=6$, so the default sweep is 1000 runs (one batched GD run, ~10 s).
+Measured (seed 0): 60/78 informative runs pass (77 %, Wilson [0.66, 0.85]) — at the claimed rate 0.8, hence
+inconclusive; failing runs are far from *every* prediction (median $1-\mathrm{corr}(W_k,W^{SVMeq})\approx0.19$,
+one-token closest). Running longer does not help: at 6001 steps 44/67 pass (66 %).
 """
 
 from attsvm.claims import Outcome, claim
@@ -17,7 +22,7 @@ from attsvm.claims import Outcome, claim
     hypotheses={"data": "paper", "n": 3, "T": 4, "d": 6, "steps": 2001},
     kind="empirical",
     rate=0.8,
-    examples=48,
+    examples=1000,
 )
 def gensvm_equivalence(case):
     import numpy as np
@@ -39,7 +44,7 @@ def gensvm_equivalence(case):
     V = case.rng().standard_normal((B, d, d))
     V /= np.linalg.norm(V, axis=(-2, -1), keepdims=True)
     res = gd.run(ds, param="W", algo="ngd", lr=0.1, steps=int(h["steps"]), head=("relu", V))
-    runs, gaps = [], []
+    runs, gaps, es = [], [], []
     for b in range(B):
         s = np.exp(res.log_softmax[b])
         if np.any((s > 1e-6) & (s <= 1e-3)) or not np.any(s <= 1e-6):
@@ -61,10 +66,14 @@ def gensvm_equivalence(case):
             continue
         e = [1 - float(gdcheck.corr(res.W[b], M)) for M in (Weq, svm.W, Wa)]
         gaps.append(min(e[1], e[2]) - e[0])
+        es.append(e)
         runs.append(bool(e[0] <= min(e[1], e[2]) + tol("corr")))
     return Outcome(
         ok=all(r is not False for r in runs),
         margin=float(min(gaps)) if gaps else 0.0,
         runs=runs,
-        detail={"accepted": int(sum(r is not None for r in runs))},
+        detail={
+            "accepted": int(sum(r is not None for r in runs)),
+            "median_one_minus_corr_eq_svm_one": np.median(es, axis=0).tolist() if es else None,
+        },
     )
