@@ -34,7 +34,8 @@ def main() -> None:
     print(
         f"attsvm  : {wall:7.2f} s wall {cpu:7.2f} s cpu  objective {sol.objective:.12g}  proved rel gap "
         f"{cert['rel_gap']:.2e} (verified={cert['verified']}; lower {cert['lower']:.12g}, upper {cert['upper']:.12g}; "
-        f"{cert['newton_steps']} Newton steps, working set {cert['working_set']}, certificate {cert['seconds']:.2f} s)"
+        f"{cert['newton_steps']} Newton steps, working set {cert['working_set']}, certificate {cert['seconds']:.2f} s, "
+        f"Clarabel fallback used: {bool(cert.get('fallback', False))})"
     )
     if a.no_baseline:
         return

@@ -22,6 +22,8 @@ TIGHT = {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10, "tol_ktr
 #: fallback when a tight tolerance cannot be reached (power cones)
 MEDIUM = {"tol_gap_abs": 1e-8, "tol_gap_rel": 1e-8, "tol_feas": 1e-8, "tol_ktratio": 1e-6, "max_iter": 400}
 
+LOOSE = {"tol_gap_abs": 1e-7, "tol_gap_rel": 1e-7, "tol_feas": 1e-7, "tol_ktratio": 1e-5, "max_iter": 400}
+
 
 def margins_expr(D: np.ndarray, W, Zc: np.ndarray):
     r"""The cvxpy vector $(D_j^\top Wz_j)_j$ as one expression: ``sum(multiply(D @ W, Zc), axis=1)``."""
@@ -36,7 +38,7 @@ def solve(prob, what: str, **settings: Any) -> str:
     import cvxpy as cp
 
     status = None
-    for base in (TIGHT, MEDIUM):  # a tolerance the solver cannot reach is retried once, looser
+    for base in (TIGHT, MEDIUM, LOOSE):  # a tolerance the solver cannot reach is retried, looser
         opts = dict(base, **settings)
         try:
             with warnings.catch_warnings():  # the status is checked below; cvxpy's warning adds nothing

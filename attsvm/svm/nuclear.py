@@ -39,8 +39,8 @@ from ..tolerances import tol
 from .constraints import Constraints, build
 from .solution import SVMSolution
 
-
-_trace: list = []
+_MU = 10.0  # growth of t per stage: after a jump in t the first Newton step is cut by the fraction-to-boundary
+# rule on the many inactive multipliers, so long jumps (50x) cost more Newton steps in all than short ones
 
 
 def _chol(G: np.ndarray) -> np.ndarray | None:
@@ -55,13 +55,15 @@ def _barrier(
 ):
     """Path-following barrier method on the Att-SVM* dual. Returns (lam, W, t, info) or None if the
     dual looks unbounded (primal infeasible)."""
+    from scipy.linalg import solve_triangular
+
     m, d = D.shape
     nu = 2 * d + m
     if lam0 is None:
         M1 = D.T @ Zc
         s1 = np.linalg.norm(M1, 2)
         lam = np.full(m, 0.5 / s1) if s1 > 0 else np.ones(m)
-        t = nu / max(lam.sum(), 1e-300)
+        t = 0.1 * nu / max(lam.sum(), 1e-300)  # a low start: the first centring is then short
     else:  # warm start: shrink into the interior, restart the path a few stages back
         lam = np.maximum(np.asarray(lam0, dtype=float), 1e-3 * max(float(np.max(lam0)), 1e-300))
         sig = np.linalg.norm(D.T @ (lam[:, None] * Zc), 2)
@@ -69,6 +71,8 @@ def _barrier(
         t = float(t0)
     I = np.eye(d)
     newton = 0
+
+    DD = D @ D.T  # constant block of the Hessian
 
     def parts(lam):
         M = D.T @ (lam[:, None] * Zc)
@@ -83,28 +87,30 @@ def _barrier(
             newton += 1
             if newton > max_newton:
                 raise SolverError("Att-SVM*: barrier method did not converge (Newton step limit)")
-            E = np.linalg.inv(I - M.T @ M)
-            E = 0.5 * (E + E.T)
-            Q = -M @ E
-            P = I + M @ E @ M.T
-            DQ = D @ Q
-            C = DQ @ Zc.T
-            g = -t - 2.0 * np.diagonal(C) - 1.0 / lam
-            H = 2.0 * ((D @ P @ D.T) * (Zc @ E @ Zc.T) + C * C.T)
+            # E = (I - M^T M)^{-1} = L^{-T} L^{-1}: with A = D M L^{-T}, B = Z L^{-T} every block is a Gram
+            # matrix, so H is positive semidefinite by construction (no cancellation in its diagonal)
+            Li = solve_triangular(L, I, lower=True)
+            A = D @ (M @ Li.T)
+            B = Zc @ Li.T
+            C = -A @ B.T  # D Q Z^T with Q = -M E
+            g = -t - 2.0 * np.einsum("ja,ja->j", -A, B) - 1.0 / lam
+            H = 2.0 * ((DD + A @ A.T) * (B @ B.T) + C * C.T)
             H[np.diag_indices(m)] += 1.0 / lam**2
             # diagonal scaling for conditioning, then Cholesky (with a tiny ridge if needed)
             sc = 1.0 / np.sqrt(np.diagonal(H))
             Hs = H * sc[:, None] * sc[None, :]
             Lh = _chol(Hs)
             if Lh is not None:
-                step = np.linalg.solve(Lh.T, np.linalg.solve(Lh, -g * sc)) * sc
+                y = solve_triangular(Lh, -g * sc, lower=True)
+                step = solve_triangular(Lh, y, lower=True, trans="T") * sc
             else:
                 # rounding made the (ill-conditioned) Hessian indefinite: Newton on its PSD part
                 w, V = np.linalg.eigh(Hs)
                 w = np.maximum(w, 1e-12 * max(w[-1], 1e-300))
                 step = (V @ ((V.T @ (-g * sc)) / w)) * sc
             dec2 = float(-(g @ step))
-            if dec2 < 1e-7:
+            # centre accurately only on the last stage; a rough centre (decrement^2 < 0.1) is enough before
+            if dec2 < (1e-7 if nu / t <= gap_rel * lam.sum() else 1e-1):
                 break
             neg = step < 0
             s = min(1.0, 0.99 * float(np.min(-lam[neg] / step[neg]))) if np.any(neg) else 1.0
@@ -130,10 +136,9 @@ def _barrier(
                 return None
         if nu / t <= gap_rel * lam.sum():
             break
-        _trace.append(newton)
-        t *= 50.0
-    E = np.linalg.inv(I - M.T @ M)
-    W = _polish(D, Zc, lam, t, M, 2.0 * M @ E / t)
+        t *= _MU
+    Li = solve_triangular(L, I, lower=True)
+    W = _polish(D, Zc, lam, t, M, 2.0 * M @ (Li.T @ Li) / t)
     return lam, W, t, {"newton_steps": newton, "t": float(t), "barrier_gap": float(nu / t)}
 
 
@@ -155,10 +160,16 @@ def _polish(D: np.ndarray, Zc: np.ndarray, lam: np.ndarray, t: float, M: np.ndar
     y0 = Y0.ravel()
     corr = np.linalg.lstsq(A, 1.0 - A @ y0, rcond=None)[0]
     Y = (y0 + corr).reshape(r, r)
-    return Ur @ (0.5 * (Y + Y.T)) @ Vr.T
+    W1 = Ur @ (0.5 * (Y + Y.T)) @ Vr.T
+
+    def score(W: np.ndarray) -> float:  # nuclear norm after scaling to margin 1 (lower is better)
+        mn = np.einsum("md,de,me->m", D, W, Zc).min()
+        return np.linalg.svd(W, compute_uv=False).sum() / mn if mn > 0 else np.inf
+
+    return W1 if score(W1) <= score(W0) else W0
 
 
-def _initial_set(D: np.ndarray, Zc: np.ndarray, factor: int = 2) -> np.ndarray:
+def _initial_set(D: np.ndarray, Zc: np.ndarray, factor: float = 2.0) -> np.ndarray:
     """Constraints likely active at the nuclear optimum: the smallest margins of the Frobenius solution."""
     m = len(D)
     if m <= 200:
@@ -170,11 +181,11 @@ def _initial_set(D: np.ndarray, Zc: np.ndarray, factor: int = 2) -> np.ndarray:
         mg = r.margins
     except Exception:  # infeasible or unavailable: fall back to every constraint
         return np.arange(m)
-    k = min(m, max(200, factor * int(np.sum(mg <= 1.0 + 1e-6))))
+    k = min(m, max(200, int(factor * np.sum(mg <= 1.0 + 1e-6))))
     return np.sort(np.argsort(mg)[:k])
 
 
-def _working_set(cons: Constraints, max_rounds: int = 20):
+def _working_set(cons: Constraints, gap_rel: float = 1e-9, max_rounds: int = 20):
     """Barrier on a working set S of constraints, adding violated ones until the primal point is feasible
     for all. Returns (lam (m,), W, info) or None (infeasible). The dual point (zero off S) is dual feasible
     for the full program whatever S is."""
@@ -183,17 +194,23 @@ def _working_set(cons: Constraints, max_rounds: int = 20):
     S = _initial_set(D, Zc)
     steps = 0
     for rnd in range(max_rounds):
-        out = _barrier(D[S], Zc[S])
+        try:
+            out = _barrier(D[S], Zc[S], gap_rel)
+        except SolverError:
+            out = _clarabel(D[S], Zc[S])
         if out is None:
             return None if len(S) == m else _working_set_full(cons)
         lamS, W, t, info = out
+        if _float_gap(D[S], Zc[S], lamS, W) > 1e-7:  # the barrier lost its way: the generic SDP path instead
+            out = _clarabel(D[S], Zc[S])
+            if out is None:
+                return None if len(S) == m else _working_set_full(cons)
+            lamS, W, t, info = out
         steps += info["newton_steps"]
         mg = cons.margins(W)
         if mg.min() <= 0 and len(S) == m:
             return None
         viol = np.flatnonzero(mg < 1.0 - 1e-9)
-        if mg[S].min() < 0.5:
-            raise SolverError("Att-SVM*: barrier method returned an infeasible primal point")
         viol = np.setdiff1d(viol, S)
         if len(viol) == 0:
             lam = np.zeros(m)
@@ -203,6 +220,30 @@ def _working_set(cons: Constraints, max_rounds: int = 20):
         add = viol[np.argsort(mg[viol])[: max(len(S) // 2, 50)]]
         S = np.union1d(S, add)  # cold restart (warm starts from the boundary cost more steps)
     raise SolverError("Att-SVM*: working set did not settle")
+
+
+def _float_gap(D: np.ndarray, Zc: np.ndarray, lam: np.ndarray, W: np.ndarray) -> float:
+    """Relative duality gap in floating point (inf when W has a non-positive margin)."""
+    mn = np.einsum("md,de,me->m", D, W, Zc).min()
+    if not mn > 0:
+        return np.inf
+    up = np.linalg.svd(W, compute_uv=False).sum() / mn
+    lo = lam.sum() / max(np.linalg.norm(D.T @ (lam[:, None] * Zc), 2), 1e-300)
+    return float((up - lo) / up)
+
+
+def _clarabel(D: np.ndarray, Zc: np.ndarray):
+    """Fallback: cvxpy ``normNuc`` with Clarabel on the given constraints (slow, dense 2d x 2d cone)."""
+    import cvxpy as cp
+
+    from .cvx import margins_expr, solve
+
+    W = cp.Variable((D.shape[1], D.shape[1]))
+    con = margins_expr(D, W, Zc) >= 1
+    if solve(cp.Problem(cp.Minimize(cp.normNuc(W)), [con]), "Att-SVM* (Clarabel fallback)") != "optimal":
+        return None
+    lam = np.maximum(np.asarray(con.dual_value, dtype=float).ravel(), 0.0)
+    return lam, np.asarray(W.value), np.inf, {"newton_steps": 0, "t": None, "barrier_gap": None, "fallback": True}
 
 
 def _working_set_full(cons: Constraints):
@@ -307,39 +348,44 @@ def solve_nuclear(ds: Dataset, alpha=None, certify: bool = False) -> SVMSolution
     t0 = time.perf_counter()
     from ._blas import blas_threads
 
-    with blas_threads(1):
-        out = _working_set(cons)
-    if out is None:
-        return _infeasible(cons, program, a)
-    lam, Wc, info = out
-    mg = cons.margins(Wc)
-    W = Wc / mg.min()
-    mg = cons.margins(W)
-    M = cons.combine(lam)
-    s = np.linalg.norm(M, 2)
-    lam = lam / s
-    M = M / s
-    sv = np.linalg.svd(W, compute_uv=False)
-    obj = float(sv.sum())
-    dual = float(lam.sum())
-    kkt = {
-        "primal_feasibility": float(max(0.0, 1.0 - mg.min())),
-        "dual_feasibility": float(max(0.0, np.linalg.norm(M, 2) - 1.0, -lam.min())),
-        "complementary_slackness": float(np.abs(lam * (mg - 1.0)).sum() / max(dual, 1e-300)),
-        "stationarity": float(abs(np.sum(M * W) - obj) / max(obj, 1e-300)),
-        "duality_gap": float(abs(obj - dual) / max(obj, 1e-300)),
-    }
-    if certify:
-        cert = certify_gap(ds, cons, lam, W)
-    else:
-        cert = {
-            "kind": "duality-gap",
-            "verified": False,
-            "proved": False,
-            "lower": dual,
-            "upper": obj,
-            "rel_gap": (obj - dual) / obj if obj > 0 else 0.0,
+    # the path stops at a barrier gap of 1e-9 (relative); when the proof of gap <= tol("nuc_gap") fails there,
+    # the path is run again to 1e-11
+    for gap_rel in (1e-9, 1e-11):
+        with blas_threads(1):
+            out = _working_set(cons, gap_rel)
+        if out is None:
+            return _infeasible(cons, program, a)
+        lam, Wc, info = out
+        mg = cons.margins(Wc)
+        W = Wc / mg.min()
+        mg = cons.margins(W)
+        M = cons.combine(lam)
+        s = np.linalg.norm(M, 2)
+        lam = lam / s
+        M = M / s
+        sv = np.linalg.svd(W, compute_uv=False)
+        obj = float(sv.sum())
+        dual = float(lam.sum())
+        kkt = {
+            "primal_feasibility": float(max(0.0, 1.0 - mg.min())),
+            "dual_feasibility": float(max(0.0, np.linalg.norm(M, 2) - 1.0, -lam.min())),
+            "complementary_slackness": float(np.abs(lam * (mg - 1.0)).sum() / max(dual, 1e-300)),
+            "stationarity": float(abs(np.sum(M * W) - obj) / max(obj, 1e-300)),
+            "duality_gap": float(abs(obj - dual) / max(obj, 1e-300)),
         }
+        if certify:
+            cert = certify_gap(ds, cons, lam, W)
+        else:
+            cert = {
+                "kind": "duality-gap",
+                "verified": False,
+                "proved": False,
+                "lower": dual,
+                "upper": obj,
+                "rel_gap": (obj - dual) / obj if obj > 0 else 0.0,
+            }
+        if not certify or cert["verified"]:
+            break
     cert["solve_seconds"] = time.perf_counter() - t0
     cert.update(info)
     margins = cons.to_grid(mg, np.nan)
