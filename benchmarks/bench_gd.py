@@ -14,6 +14,7 @@ Run: ``python benchmarks/bench_gd.py`` (``--quick`` for a smaller smoke run).
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import time
@@ -59,25 +60,26 @@ import time; t0 = time.perf_counter()
 from attsvm import generate
 from attsvm.gd import run
 ds = generate.paper_law({n}, {T}, {d}, seed=0, B={B})
-res = run(ds, param="{param}", algo="ngd", lr={lr}, steps={steps})
+res = run(ds, param="{param}", algo="ngd", lr={lr}, steps={steps}, threads={threads})
 print(res.seconds, float(res.max_softmax.mean()))
 """
 
 
-def batched_process(param: str, B: int, steps: int) -> tuple[float, float]:
+def batched_process(param: str, B: int, steps: int, threads: int) -> tuple[float, float]:
     """Wall time of a whole process running the sweep, and the engine's own time inside it."""
-    code = BATCHED.format(n=N, T=T, d=D, B=B, param=param, lr=LR, steps=steps)
+    code = BATCHED.format(n=N, T=T, d=D, B=B, param=param, lr=LR, steps=steps, threads=threads)
     t0 = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
     return time.perf_counter() - t0, float(out.split()[0])
 
 
-def sweep(param: str, B: int, k: int, steps: int) -> None:
-    wall, inner = batched_process(param, B, steps)
+def sweep(param: str, B: int, k: int, steps: int, threads: int) -> None:
+    wall, inner = batched_process(param, B, steps, threads)
     per = [baseline_run(generate.paper_law(N, T, D, seed=s), param, steps) for s in range(k)]
     base = float(np.mean(per)) * B
     print(
-        f"E3 sweep param={param:2s} B={B} steps={steps}: batched whole process {wall:7.2f} s (engine {inner:6.2f} s)"
+        f"E3 sweep param={param:2s} B={B} steps={steps} threads={threads}:"
+        f" batched whole process {wall:7.2f} s (engine {inner:6.2f} s)"
         f" | per-run autograd+SGD {np.mean(per) * 1e3:7.1f} ms/run x {B} = {base:8.1f} s"
         f" | speed-up {base / wall:6.1f}x"
     )
@@ -132,13 +134,19 @@ def main() -> int:
     ap.add_argument("--precision-steps", type=int, default=100_000)
     ap.add_argument("--precision-seed", type=int, default=1)
     ap.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="torch threads for both sides (default: every core; the engine's own default is 1)",
+    )
     a = ap.parse_args()
-    torch.set_num_threads(1)
+    torch.set_num_threads(a.threads)
     steps = STEPS
     if a.quick:
         a.seeds, a.baseline_runs, a.precision_steps, steps = 50, 2, 10_000, 200
     for param in ("W", "KQ"):
-        sweep(param, a.seeds, a.baseline_runs, steps)
+        sweep(param, a.seeds, a.baseline_runs, steps, a.threads)
     precision(a.precision_steps, a.precision_seed)
     return 0
 

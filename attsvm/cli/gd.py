@@ -38,6 +38,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--record-every", type=int, default=None, metavar="K", help="record a trajectory every K steps")
     p.add_argument("--device", default="cpu", help="cpu | cuda")
     p.add_argument("--dtype", choices=["float64", "float32"], default="float64")
+    p.add_argument(
+        "--threads", type=int, default=1, help="torch CPU threads for the run (default 1; all cores for big batches)"
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     return p
 
@@ -95,6 +98,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--steps must be non-negative, got {args.steps}")
     if args.record_every is not None and args.record_every < 1:
         raise InputError(f"--record-every must be positive, got {args.record_every}")
+    if args.threads < 1:
+        raise InputError("--threads must be a positive integer")
     if args.algo == "md" and args.q is None:
         raise InputError("--algo md needs --q (the l_q potential, q > 1)")
     res = gd_run(
@@ -113,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
         record_every=args.record_every,
         device=args.device,
         dtype=args.dtype,
+        threads=args.threads,
     )
     runs = []
     for b in range(res.B):
