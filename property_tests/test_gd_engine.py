@@ -35,7 +35,10 @@ def _rel(a, b):
 )
 def test_batched_run_equals_runs_one_at_a_time(kw):
     ds = generate.causal(2, 4, 5, seed=3, B=3) if kw.get("head") else generate.paper_law(3, 4, 5, seed=3, B=3)
-    steps = 100 if kw.get("head") else 300  # ngd oscillating about a finite optimum amplifies rounding
+    # Normalised steps at a loss floor follow the direction of a rounding-level gradient, so two
+    # equally valid BLAS paths (batch of 3 vs 1) drift apart x10 every ~5 steps from there on.  On this
+    # data the (K,Q) run reaches its floor (loss constant to 17 digits) near step 150: compare before it.
+    steps = 100 if kw.get("head") else 120 if kw["param"] == "KQ" else 300
     res = run(ds, steps=steps, seed=4, **kw)
     for b in range(3):
         one = run(ds[b], steps=steps, seed=4, **kw)
