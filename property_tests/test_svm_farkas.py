@@ -3,15 +3,19 @@ feasible-overparam."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attsvm import generate
+from attsvm import generate, load
 from attsvm.data import Dataset
+from attsvm.errors import SolverError
 from attsvm.svm import feasibility, solve
 from attsvm.svm.constraints import build
-from attsvm.svm.farkas import farkas_lp
+from attsvm.svm.farkas import farkas_lp, max_margin_point
 from attsvm.tolerances import tol
 
 
@@ -61,3 +65,52 @@ def test_duplicate_token_is_infeasible():
     assert sol.status == "infeasible"
     _farkas_ok(dup, sol.farkas)
     assert sol.farkas[1, 2] > 0
+
+
+# ---------------------------------------------------------------------------------------------- barely feasible
+def _two_constraints(eps: float) -> Dataset:
+    r"""n=2, T=2, d=2 with $A_1=e_1e_1^\top$, $A_2=e_1(-e_1+\varepsilon e_2)^\top$: feasible iff $\varepsilon\ne0$,
+    with $W^{mm}=e_1e_1^\top+(2/\varepsilon)e_1e_2^\top$ and $\|W^{mm}\|_F^2=1+4/\varepsilon^2$ (both constraints
+    active, $\lambda=(1+2/\varepsilon^2,\,2/\varepsilon^2)$)."""
+    X = np.array([[[1.0, 0.0], [0.0, 0.0]], [[1.0, 0.0], [0.0, 0.0]]])
+    Z = np.array([[1.0, 0.0], [-1.0, eps]])
+    return Dataset(X, np.ones(2), Z, np.array([1.0, 0.0]))
+
+
+@given(st.integers(2, 8), st.sampled_from([1.0, -1.0]))
+def test_barely_feasible_instances_are_solved_not_declared_infeasible(k, sign):
+    # at eps = 1e-7 a float Farkas vector of the two constraints has relative residual ~5e-8 < tol("kkt"):
+    # accepting it would call a feasible program infeasible
+    eps = sign * 10.0**-k
+    sol = solve(_two_constraints(eps))
+    assert sol.status == "optimal"
+    expected = 1.0 + 4.0 / eps**2
+    assert abs(sol.objective - expected) <= tol("svm_ref_rtol") * expected
+    assert abs(sol.W[0, 1] - 2.0 / eps) <= tol("svm_ref_rtol") * abs(2.0 / eps)
+
+
+def test_exactly_infeasible_limit_has_an_exact_farkas_vector():
+    ds = _two_constraints(0.0)
+    sol = solve(ds)
+    assert sol.status == "infeasible" and sol.certificate["kind"] == "farkas-exact"
+    _farkas_ok(ds, sol.farkas)
+    assert np.allclose(sol.farkas[:, 1], [0.5, 0.5], rtol=0, atol=1e-15)  # A_1 + A_2 = 0 exactly
+
+
+def test_feasibility_beyond_float64_is_an_error_not_a_verdict():
+    ds = _two_constraints(1e-12)  # feasible, but no float64 LP sees it
+    with pytest.raises(SolverError, match="undecided"):
+        solve(ds)
+
+
+def test_e2_instance_that_clarabel_calls_infeasible_is_solved_and_certified():
+    # a paper-law draw of E2 (n=5, T=5, d=2) with normalised max margin 8.6e-6: the working set is inaccurate,
+    # Clarabel reports infeasible, the Farkas LP finds no certificate; the rescaled reference solves it
+    ds = load(Path(__file__).parent / "fixtures" / "barely_feasible_e2.npz")
+    c = build(ds)
+    t, _ = max_margin_point(c)
+    assert 0 < t < 1e-4
+    sol = solve(ds, certify=True)
+    assert sol.status == "optimal" and sol.objective > 1e9
+    assert sol.certificate["kind"] == "exact-rational" and sol.certificate["verified"]
+    assert feasibility(ds) == (True, None)

@@ -49,6 +49,29 @@ def farkas_lp(c: Constraints) -> np.ndarray | None:
     return np.maximum(np.asarray(res.x, dtype=float), 0.0)
 
 
+def max_margin_point(c: Constraints) -> tuple[float, np.ndarray]:
+    r"""$(t^\ast,W)$ with $t^\ast=\max\{t:\ \langle W,A_j\rangle\ge t\ \forall j,\ \|W\|_{\max}\le1\}$ by an LP (HiGHS):
+    positive iff Att-SVM is feasible, and small when it is barely so ($\|W^{mm}\|_F\ge1/(d\,t^\ast)$). A status
+    other than optimal raises :class:`SolverError`."""
+    from scipy.optimize import linprog
+
+    A = (c.D[:, :, None] * c.Zc[:, None, :]).reshape(c.D.shape[0], -1)
+    m, k = A.shape
+    cost = np.zeros(k + 1)
+    cost[-1] = -1.0
+    res = linprog(
+        cost,
+        A_ub=np.hstack([-A, np.ones((m, 1))]),
+        b_ub=np.zeros(m),
+        bounds=[(-1.0, 1.0)] * k + [(None, None)],
+        method="highs",
+    )
+    if res.status != 0:
+        raise SolverError(f"max-margin LP (HiGHS) ended with status {res.status}: {res.message}")
+    d = c.D.shape[1]
+    return float(-res.fun), np.asarray(res.x[:k], dtype=float).reshape(d, d)
+
+
 def farkas_certificate(c: Constraints, ray: np.ndarray | None = None) -> np.ndarray | None:
     """A verified Farkas vector (m,), normalised to sum 1: the given ``ray`` if it verifies, else the LP's.
     None when the LP proves feasibility. Raises :class:`SolverError` if no certificate verifies."""
@@ -64,9 +87,84 @@ def farkas_certificate(c: Constraints, ray: np.ndarray | None = None) -> np.ndar
     return mu
 
 
+def exact_farkas(ds: Dataset, c: Constraints, mu: np.ndarray) -> np.ndarray | None:
+    r"""An exact Farkas vector on the support of the float ``mu``, or None.
+
+    With the data as the binary floats they are ($A_j=D_jz_j^\top$ in exact integers after a common power-of-two
+    scaling), the integer null space $\mathcal N$ of $[\mathrm{vec}A_j]_{j\in S}$, $S=\{j:\mu_j>10^{-9}\max\mu\}$,
+    is computed exactly (FLINT). A nonnegative nonzero $\mu^\ast\in\mathcal N$ - the basis vector up to sign
+    when $\dim\mathcal N=1$, otherwise the rational rounding of the least-squares fit of ``mu`` - proves
+    infeasibility: $\sum_j\mu^\ast_jA_j=0$ holds exactly. Returns $\mu^\ast/\mathbf 1^\top\mu^\ast$ as floats."""
+    from fractions import Fraction
+
+    from flint import fmpz_mat
+
+    from .certificate import _exact_features
+
+    mu = np.asarray(mu, dtype=float)
+    S = np.flatnonzero(mu > 1e-9 * mu.max(initial=0.0))
+    if S.size == 0:
+        return None
+    Dint, Zint, _ = _exact_features(ds, c)
+    d = Dint.shape[1]
+    cols = [[Dint[j, e] * Zint[j, f] for e in range(d) for f in range(d)] for j in S.tolist()]
+    M = fmpz_mat(d * d, S.size, [cols[k][r] for r in range(d * d) for k in range(S.size)])
+    N, nullity = M.nullspace()
+    if nullity == 0:
+        return None
+    basis = [[int(N[r, k]) for r in range(S.size)] for k in range(nullity)]
+    if nullity == 1:
+        vec = [Fraction(x) for x in basis[0]]
+        if all(x <= 0 for x in vec):
+            vec = [-x for x in vec]
+    else:
+        Bf = np.array(basis, dtype=float).T  # (|S|, nullity)
+        coef, *_ = np.linalg.lstsq(Bf, mu[S], rcond=None)
+        cf = [Fraction(float(x)).limit_denominator(10**12) for x in coef]
+        vec = [sum(cf[k] * basis[k][r] for k in range(nullity)) for r in range(S.size)]
+    if any(x < 0 for x in vec) or not any(x > 0 for x in vec):
+        return None
+    total = sum(vec)
+    out = np.zeros_like(mu)
+    out[S] = [float(x / total) for x in vec]
+    return out
+
+
+def feasible_witness(ds: Dataset, c: Constraints) -> float | None:
+    r"""The max-margin LP value $t^\ast$ when the LP's $W$ has every margin $>0$ in exact arithmetic (a proof of
+    feasibility, with the data as the binary floats they are), else None."""
+    from .certificate import _exact_features, dyadic_integers
+
+    t, W = max_margin_point(c)
+    if not t > 0:
+        return None
+    Wi, _ = dyadic_integers(W)
+    Dint, Zint, _ = _exact_features(ds, c)
+    margins = np.sum(Dint.dot(Wi) * Zint, axis=1)  # exact Python integers (object arrays)
+    return t if all(x > 0 for x in margins.tolist()) else None
+
+
+def confirm_infeasible(ds: Dataset, c: Constraints, mu: np.ndarray) -> tuple[np.ndarray | None, dict]:
+    r"""Settle a float infeasibility verdict exactly. ``(mu_exact, certificate)`` when an exact Farkas vector
+    exists on the support of ``mu`` (:func:`exact_farkas`); ``(None, {})`` when an exactly-verified feasible
+    point exists instead (:func:`feasible_witness`: the float verdict was a rounding artefact of a barely
+    feasible instance); :class:`SolverError` when neither is found (undecided in float64)."""
+    ex = exact_farkas(ds, c, mu)
+    if ex is not None:
+        return ex, {"kind": "farkas-exact", "verified": True, "residual": farkas_residual(c, ex)}
+    t = feasible_witness(ds, c)
+    if t is not None:
+        return None, {}
+    raise SolverError(
+        f"Att-SVM feasibility undecided in float64: a Farkas vector with residual {farkas_residual(c, mu):.1e} "
+        "has no exact counterpart on its support, and no feasible point verifies exactly"
+    )
+
+
 def feasibility(ds: Dataset, alpha: np.ndarray | None = None) -> tuple[bool, np.ndarray | None]:
     r"""Is Att-SVM($\alpha$) feasible? Returns ``(True, None)`` or ``(False, mu)`` with the Farkas
-    multipliers ``mu`` (N, T) ($\mu\ge0$, zero at $(i,\alpha_i)$, $\sum\mu A=0$ verified)."""
+    multipliers ``mu`` (N, T) ($\mu\ge0$, zero at $(i,\alpha_i)$, $\sum\mu A=0$ exactly: :func:`confirm_infeasible`;
+    :class:`SolverError` when float64 cannot decide)."""
     from .frobenius import solve_dual
 
     c = build(ds, alpha)
@@ -79,5 +177,8 @@ def feasibility(ds: Dataset, alpha: np.ndarray | None = None) -> tuple[bool, np.
         ray = None
     mu = farkas_certificate(c, ray)
     if mu is None:
+        return True, None
+    mu, _ = confirm_infeasible(ds, c, mu)
+    if mu is None:  # a barely feasible instance: exactly verified feasible point
         return True, None
     return False, c.to_grid(mu)

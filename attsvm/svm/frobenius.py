@@ -365,16 +365,21 @@ def _solution_from(
 
     a = np.asarray(c.alpha).reshape(-1)
     if mu is not None:
-        return SVMSolution(
-            status="infeasible",
-            norm="fro",
-            program=program,
-            alpha=np.asarray(c.alpha),
-            W=None,
-            objective=None,
-            farkas=c.to_grid(mu),
-            certificate={"kind": "farkas", "verified": True, "residual": _farkas_residual(c, mu)},
-        )
+        from .farkas import confirm_infeasible
+
+        mu_exact, cert = confirm_infeasible(ds, c, mu)
+        if mu_exact is not None:
+            return SVMSolution(
+                status="infeasible",
+                norm="fro",
+                program=program,
+                alpha=np.asarray(c.alpha),
+                W=None,
+                objective=None,
+                farkas=c.to_grid(mu_exact),
+                certificate=cert,
+            )
+        r = _fallback(c)  # feasibility proved exactly: the float Farkas vector was a rounding artefact
     lam = np.where(r.lam > 0, r.lam, 0.0)
     W = r.W
     marg = margins_of(c.D, c.Zc, W)
@@ -403,12 +408,6 @@ def _solution_from(
     )
 
 
-def _farkas_residual(c: Constraints, mu: np.ndarray) -> float:
-    from .farkas import farkas_residual
-
-    return farkas_residual(c, mu)
-
-
 def _solve_constraints(c: Constraints) -> tuple[DualResult | None, np.ndarray | None]:
     """Solve one data set's constraints: (result, None) when feasible, (None, mu) when infeasible."""
     from .farkas import farkas_certificate
@@ -429,10 +428,30 @@ def _solve_constraints(c: Constraints) -> tuple[DualResult | None, np.ndarray | 
 
 
 def _fallback(c: Constraints) -> DualResult:
-    """The cvxpy+Clarabel reference, warm-starting a final working-set polish from its support."""
+    r"""The cvxpy+Clarabel reference, warm-starting a final working-set polish from its support.
+
+    Called only once the Farkas LP has proved feasibility. If Clarabel then reports infeasible or fails (a
+    barely-feasible instance: huge $\|W^{mm}\|$), the program is re-solved with the right-hand side scaled
+    to the instance's max-margin LP value (:func:`~attsvm.svm.reference.solve_reference_constraints`);
+    if that fails too, :class:`SolverError` - never a verdict that contradicts the LP."""
+    from ..errors import InfeasibleError
+    from .farkas import max_margin_point
     from .reference import solve_reference_constraints
 
-    Wr, lam, _ = solve_reference_constraints(c)
+    try:
+        Wr, lam, _ = solve_reference_constraints(c)
+    except (InfeasibleError, SolverError) as exc:
+        t, _ = max_margin_point(c)
+        if not t > 0:
+            raise SolverError(
+                f"Att-SVM feasibility undecided: Farkas LP finds none, max-margin LP gives {t:.3g}"
+            ) from exc
+        try:
+            Wr, lam, _ = solve_reference_constraints(c, rhs=t)
+        except (InfeasibleError, SolverError) as exc2:
+            raise SolverError(
+                f"barely feasible Att-SVM (max normalised margin {t:.2e}) not solved: {exc}; rescaled: {exc2}"
+            ) from exc2
     marg = margins_of(c.D, c.Zc, Wr)
     try:  # polish: seed the working set with the reference's active constraints
         r = solve_dual(c.D, c.Zc, init=np.flatnonzero(np.abs(marg - 1.0) <= 1e-6))

@@ -354,7 +354,7 @@ def solve_nuclear(ds: Dataset, alpha=None, certify: bool = False) -> SVMSolution
         with blas_threads(1):
             out = _working_set(cons, gap_rel)
         if out is None:
-            return _infeasible(cons, program, a)
+            return _infeasible(ds, cons, program, a)
         lam, Wc, info = out
         mg = cons.margins(Wc)
         W = Wc / mg.min()
@@ -395,15 +395,17 @@ def solve_nuclear(ds: Dataset, alpha=None, certify: bool = False) -> SVMSolution
     )
 
 
-def _infeasible(cons: Constraints, program: str, a: np.ndarray) -> SVMSolution:
+def _infeasible(ds: Dataset, cons: Constraints, program: str, a: np.ndarray) -> SVMSolution:
     from .cvx import farkas_lp
+    from .farkas import confirm_infeasible
 
     F = np.einsum("md,me->mde", cons.D, cons.Zc).reshape(cons.m, -1)
     res = farkas_lp(F, np.ones(cons.m))
     if res is None:
         raise SolverError("Att-SVM*: barrier method diverged but no Farkas certificate exists")
-    mu = res[0]
-    resid = float(np.abs(cons.combine(mu)).max() / max(mu.sum(), 1e-300))
+    mu, cert = confirm_infeasible(ds, cons, res[0])
+    if mu is None:
+        raise SolverError("Att-SVM*: barrier method diverged on a program that is feasible (verified exactly)")
     return SVMSolution(
         "infeasible",
         "nuc",
@@ -411,7 +413,7 @@ def _infeasible(cons: Constraints, program: str, a: np.ndarray) -> SVMSolution:
         a,
         None,
         None,
-        kkt={"farkas_residual": resid},
-        certificate={"kind": "farkas", "verified": resid <= tol("kkt")},
+        kkt={"farkas_residual": cert["residual"]},
+        certificate=cert,
         farkas=cons.to_grid(mu),
     )

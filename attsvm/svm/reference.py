@@ -20,13 +20,17 @@ from .constraints import Constraints, build
 CLARABEL_SETTINGS = {"tol_gap_abs": 1e-12, "tol_gap_rel": 1e-12, "tol_feas": 1e-12, "max_iter": 500}
 
 
-def solve_reference_constraints(c: Constraints) -> tuple[np.ndarray, np.ndarray, float]:
-    """(W, lam, objective) for one constraint set, by cvxpy + Clarabel."""
+def solve_reference_constraints(c: Constraints, rhs: float = 1.0) -> tuple[np.ndarray, np.ndarray, float]:
+    r"""(W, lam, objective) for one constraint set, by cvxpy + Clarabel.
+
+    ``rhs`` $=s>0$ solves the equivalent program $\min\|W_s\|_F^2$ s.t. $\langle W_s,A_j\rangle\ge s$ and returns
+    $W=W_s/s$, $\lambda=\lambda_s/s$: with $s$ of the order of the instance's largest normalised margin, a
+    barely-feasible instance (whose $W^{mm}$ has a huge norm) becomes an $O(1)$ problem for the interior point."""
     import cvxpy as cp
 
     d = c.D.shape[1]
     W = cp.Variable((d, d))
-    cons = [cp.sum(cp.multiply(c.D @ W, c.Zc), axis=1) >= 1]
+    cons = [cp.sum(cp.multiply(c.D @ W, c.Zc), axis=1) >= rhs]
     prob = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(W)), cons)
     try:
         prob.solve(solver=cp.CLARABEL, **CLARABEL_SETTINGS)
@@ -36,8 +40,8 @@ def solve_reference_constraints(c: Constraints) -> tuple[np.ndarray, np.ndarray,
         raise InfeasibleError("Frobenius Att-SVM is infeasible (Clarabel)")
     if prob.status != cp.OPTIMAL:
         raise SolverError(f"Clarabel returned status {prob.status!r} for Frobenius Att-SVM")
-    Wv = np.asarray(W.value, dtype=float)
-    lam = np.maximum(np.asarray(cons[0].dual_value, dtype=float).reshape(-1), 0.0)
+    Wv = np.asarray(W.value, dtype=float) / rhs
+    lam = np.maximum(np.asarray(cons[0].dual_value, dtype=float).reshape(-1), 0.0) / rhs
     return Wv, lam, float(np.sum(Wv * Wv))
 
 
