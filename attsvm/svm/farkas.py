@@ -87,29 +87,27 @@ def farkas_certificate(c: Constraints, ray: np.ndarray | None = None) -> np.ndar
     return mu
 
 
-def exact_farkas(ds: Dataset, c: Constraints, mu: np.ndarray) -> np.ndarray | None:
+def exact_farkas(c: Constraints, Dint: np.ndarray, Zint: np.ndarray, mu: np.ndarray) -> np.ndarray | None:
     r"""An exact Farkas vector on the support of the float ``mu``, or None.
 
-    With the data as the binary floats they are ($A_j=D_jz_j^\top$ in exact integers after a common power-of-two
-    scaling), the integer null space $\mathcal N$ of $[\mathrm{vec}A_j]_{j\in S}$, $S=\{j:\mu_j>10^{-9}\max\mu\}$,
+    ``Dint``, ``Zint`` are the constraints' exact integer data (:func:`~attsvm.svm.certificate._exact_features`:
+    the binary floats themselves after a common power-of-two scaling, so
+    $A_j\propto D^{\mathbb Z}_j(z^{\mathbb Z}_j)^\top$).
+    The integer null space $\mathcal N$ of $[\mathrm{vec}A_j]_{j\in S}$, $S=\{j:\mu_j>10^{-9}\max\mu\}$,
     is computed exactly (FLINT). A nonnegative nonzero $\mu^\ast\in\mathcal N$ - the basis vector up to sign
     when $\dim\mathcal N=1$, otherwise the rational rounding of the least-squares fit of ``mu`` - proves
     infeasibility: $\sum_j\mu^\ast_jA_j=0$ holds exactly. Returns $\mu^\ast/\mathbf 1^\top\mu^\ast$ as floats."""
     from fractions import Fraction
 
-    from flint import fmpz_mat
-
-    from .certificate import _exact_features
+    from .certificate import _fmpz_mat
 
     mu = np.asarray(mu, dtype=float)
     S = np.flatnonzero(mu > 1e-9 * mu.max(initial=0.0))
     if S.size == 0:
         return None
-    Dint, Zint, _ = _exact_features(ds, c)
     d = Dint.shape[1]
-    cols = [[Dint[j, e] * Zint[j, f] for e in range(d) for f in range(d)] for j in S.tolist()]
-    M = fmpz_mat(d * d, S.size, [cols[k][r] for r in range(d * d) for k in range(S.size)])
-    N, nullity = M.nullspace()
+    vecA = (Dint[S][:, :, None] * Zint[S][:, None, :]).reshape(S.size, d * d)  # rows vec(A_j), exact ints
+    N, nullity = _fmpz_mat(vecA.T).nullspace()
     if nullity == 0:
         return None
     basis = [[int(N[r, k]) for r in range(S.size)] for k in range(nullity)]
@@ -130,18 +128,17 @@ def exact_farkas(ds: Dataset, c: Constraints, mu: np.ndarray) -> np.ndarray | No
     return out
 
 
-def feasible_witness(ds: Dataset, c: Constraints) -> float | None:
-    r"""The max-margin LP value $t^\ast$ when the LP's $W$ has every margin $>0$ in exact arithmetic (a proof of
-    feasibility, with the data as the binary floats they are), else None."""
-    from .certificate import _exact_features, dyadic_integers
+def feasible_witness(c: Constraints, Dint: np.ndarray, Zint: np.ndarray) -> bool:
+    r"""Whether the max-margin LP's $W$ (:func:`max_margin_point`) has every margin $>0$ in exact arithmetic on
+    the exact integer data ``Dint``, ``Zint`` - a proof of feasibility."""
+    from .certificate import dyadic_integers
 
     t, W = max_margin_point(c)
     if not t > 0:
-        return None
+        return False
     Wi, _ = dyadic_integers(W)
-    Dint, Zint, _ = _exact_features(ds, c)
     margins = np.sum(Dint.dot(Wi) * Zint, axis=1)  # exact Python integers (object arrays)
-    return t if all(x > 0 for x in margins.tolist()) else None
+    return all(x > 0 for x in margins.tolist())
 
 
 def confirm_infeasible(ds: Dataset, c: Constraints, mu: np.ndarray) -> tuple[np.ndarray | None, dict]:
@@ -149,16 +146,30 @@ def confirm_infeasible(ds: Dataset, c: Constraints, mu: np.ndarray) -> tuple[np.
     exists on the support of ``mu`` (:func:`exact_farkas`); ``(None, {})`` when an exactly-verified feasible
     point exists instead (:func:`feasible_witness`: the float verdict was a rounding artefact of a barely
     feasible instance); :class:`SolverError` when neither is found (undecided in float64)."""
-    ex = exact_farkas(ds, c, mu)
+    from .certificate import _exact_features
+
+    Dint, Zint, _ = _exact_features(ds, c)
+    ex = exact_farkas(c, Dint, Zint, mu)
     if ex is not None:
         return ex, {"kind": "farkas-exact", "verified": True, "residual": farkas_residual(c, ex)}
-    t = feasible_witness(ds, c)
-    if t is not None:
+    if feasible_witness(c, Dint, Zint):
         return None, {}
     raise SolverError(
         f"Att-SVM feasibility undecided in float64: a Farkas vector with residual {farkas_residual(c, mu):.1e} "
         "has no exact counterpart on its support, and no feasible point verifies exactly"
     )
+
+
+def proved_infeasible(ds: Dataset, c: Constraints, what: str) -> tuple[np.ndarray, dict]:
+    r"""For a solver that reported Att-SVM($\alpha$) infeasible (any norm: feasibility does not depend on it): the
+    exact Farkas vector (m,) and its certificate, or :class:`SolverError` when the report is not borne out."""
+    mu = farkas_lp(c)
+    if mu is None:
+        raise SolverError(f"{what}: solver reports infeasible but no Farkas certificate exists")
+    mu, cert = confirm_infeasible(ds, c, mu)
+    if mu is None:
+        raise SolverError(f"{what}: solver reports infeasible, but a feasible point verifies exactly")
+    return mu, cert
 
 
 def feasibility(ds: Dataset, alpha: np.ndarray | None = None) -> tuple[bool, np.ndarray | None]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..data import Dataset
-from ..errors import InputError, SolverError
+from ..errors import InputError
 from ..tolerances import tol
 from .constraints import build
 from .solution import SVMSolution
@@ -40,8 +40,8 @@ def solve_lq(ds: Dataset, q: float, alpha=None) -> SVMSolution:
     certificate in ``farkas``."""
     import cvxpy as cp
 
-    from .cvx import farkas_lp, margins_expr, solve
-    from .farkas import confirm_infeasible
+    from .cvx import margins_expr, solve
+    from .farkas import proved_infeasible
 
     try:
         q = float(q)
@@ -60,13 +60,7 @@ def solve_lq(ds: Dataset, q: float, alpha=None) -> SVMSolution:
     prob = cp.Problem(cp.Minimize(cp.pnorm(cp.vec(W, order="F"), q)), [con])
     status = solve(prob, f"lq Att-SVM (q={q})")
     if status == "infeasible":
-        F = np.einsum("md,me->mde", cons.D, cons.Zc).reshape(cons.m, -1)
-        res = farkas_lp(F, np.ones(cons.m))
-        if res is None:
-            raise SolverError("lq Att-SVM: solver reports infeasible but no Farkas certificate exists")
-        mu, cert = confirm_infeasible(ds, cons, res[0])
-        if mu is None:
-            raise SolverError(f"lq Att-SVM (q={q}): solver reports infeasible, but a feasible point verifies exactly")
+        mu, cert = proved_infeasible(ds, cons, f"lq Att-SVM (q={q})")
         return SVMSolution(
             "infeasible", "lq", program, a, None, None,
             kkt={"farkas_residual": cert["residual"]}, certificate=cert,

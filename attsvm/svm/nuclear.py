@@ -396,16 +396,9 @@ def solve_nuclear(ds: Dataset, alpha=None, certify: bool = False) -> SVMSolution
 
 
 def _infeasible(ds: Dataset, cons: Constraints, program: str, a: np.ndarray) -> SVMSolution:
-    from .cvx import farkas_lp
-    from .farkas import confirm_infeasible
+    from .farkas import proved_infeasible
 
-    F = np.einsum("md,me->mde", cons.D, cons.Zc).reshape(cons.m, -1)
-    res = farkas_lp(F, np.ones(cons.m))
-    if res is None:
-        raise SolverError("Att-SVM*: barrier method diverged but no Farkas certificate exists")
-    mu, cert = confirm_infeasible(ds, cons, res[0])
-    if mu is None:
-        raise SolverError("Att-SVM*: barrier method diverged on a program that is feasible (verified exactly)")
+    mu, cert = proved_infeasible(ds, cons, "Att-SVM* (barrier method diverged)")
     return SVMSolution(
         "infeasible",
         "nuc",
