@@ -163,7 +163,7 @@ def test_rp_local_confirmer_confirms_a_forced_failure(claims):
     from attsvm.strategies import batch
 
     c = claims["rp-local"]
-    case = Case(data=batch("locally_optimal", 1, 1, n=2, T=3, d=2)[0], hypotheses=dict(c.hypotheses, shrink=0.0))
+    case = Case(data=batch("locally_optimal", 1, 1, n=2, T=3, d=2)[0], hypotheses=dict(c.case_hypotheses, shrink=0.0))
     out = c.conclusion(case)
     assert not out.ok and out.margin < 0
     hp = c.confirmer(case, out)

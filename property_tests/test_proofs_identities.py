@@ -76,7 +76,7 @@ def test_equal_scores_needed_counterexample_is_confirmed_at_50_digits(claims):
 def test_softmax_decay_literal_statement_is_refuted(claims):
     """THEORY's text applies the delta bound to inputs without SVM-neighbours too: refuted, confirmed."""
     c = claims["softmax-decay"]
-    literal = dataclasses.replace(c, hypotheses={**c.hypotheses, "delta_scope": "all", "n": (2, 3)})
+    literal = dataclasses.replace(c, hypotheses={**c.hypotheses, "n": (2, 3)}, params={**c.params, "delta_scope": "all"})
     res = run_claim(literal, examples=100, seed=1, budget="ci")
     assert res.verdict == "refuted" and res.confirmed, res.reason
     assert res.outcome.detail["worst"] == "non_support_ratio"
@@ -95,7 +95,7 @@ def _case(claim, seed):
 
     name, params, _ = split_hypotheses(claim.hypotheses)
     ds = batch(name, 1, seed=seed, **params)[0]
-    return Case(data=ds, hypotheses=claim.hypotheses, seed=seed, index=seed)
+    return Case(data=ds, hypotheses=claim.case_hypotheses, seed=seed, index=seed)
 
 
 @pytest.mark.parametrize("cid", CONFIRM_OK)
@@ -149,5 +149,5 @@ def test_svm_kkt_confirmer_rejects_a_wrong_solution(claims):
     c = claims["svm-kkt"]
     for Wf, ok in ((W, True), (W * (1 + 1e-4), False)):
         det = {"worst": "fro_kkt", "alpha": ds.opt.tolist(), "W_fro": Wf.tolist()}
-        conf = c.confirmer(Case(data=ds, hypotheses=c.hypotheses), Outcome(ok=False, margin=-1.0, detail=det))
+        conf = c.confirmer(Case(data=ds, hypotheses=c.case_hypotheses), Outcome(ok=False, margin=-1.0, detail=det))
         assert conf.ok is ok, conf.detail

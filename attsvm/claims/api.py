@@ -70,6 +70,7 @@ class Claim:
     source: str
     hypotheses: dict[str, Any]
     conclusion: Callable[[Any], Outcome]
+    params: dict[str, Any] = field(default_factory=dict)  # the claim's own constants (steps, lr, loss, ...)
     depends: tuple[str, ...] = ()
     kind: str = "universal"
     rate: float | None = None  # empirical: required success rate
@@ -97,6 +98,11 @@ class Claim:
             raise ValueError(f"claim {self.id}: an overridden expectation needs its finding")
 
     @property
+    def case_hypotheses(self) -> dict[str, Any]:
+        """What a case sees as ``case.hypotheses``: the strategy's parameters and the claim's ``params``."""
+        return {**self.hypotheses, **self.params}
+
+    @property
     def expected(self) -> str:
         """``"false"`` for expected-false controls and pinned refutations (``expect``), else ``"true"``."""
         if self.expect is not None:
@@ -119,6 +125,7 @@ def claim(
     origin: str,
     source: str = "",
     hypotheses: dict[str, Any] | None = None,
+    params: dict[str, Any] | None = None,
     depends: tuple[str, ...] | list[str] = (),
     kind: str = "universal",
     rate: float | None = None,
@@ -138,6 +145,7 @@ def claim(
             source=source,
             hypotheses=dict(hypotheses or {}),
             conclusion=fn,
+            params=dict(params or {}),
             depends=tuple(depends),
             kind=kind,
             rate=rate,

@@ -44,7 +44,7 @@ def run_sweep(claim: Claim, *, runs: int, seed: int = 0, budget: float = 1.0, de
 
     name, params, _ = strategies_mod.split_hypotheses(claim.hypotheses)
     batch = strategies_mod.batch(name, runs, seed=seed, **params) if name is not None else None
-    case = Case(batch=batch, hypotheses=claim.hypotheses, seed=seed, device=device, budget=budget)
+    case = Case(batch=batch, hypotheses=claim.case_hypotheses, seed=seed, device=device, budget=budget)
     try:
         out = claim.conclusion(case)
     except Exception as exc:

@@ -314,7 +314,7 @@ def replay(claim: Claim, npz: str | os.PathLike, *, device: str = "cpu") -> Clai
     t0 = time.perf_counter()
     res = _base(claim, seed=seed, budget=b, examples=1)
     if claim.kind == "empirical":
-        case = Case(data=ds, hypotheses=claim.hypotheses, seed=seed, device=device, budget=b, replay=draws)
+        case = Case(data=ds, hypotheses=claim.case_hypotheses, seed=seed, device=device, budget=b, replay=draws)
         out = Outcome(ok=False, margin=(info.get("outcome") or {}).get("margin") or 0.0, detail={"replayed": True})
         res.case, res.outcome = case, out
         c = confirm(claim, case, out)
@@ -322,7 +322,7 @@ def replay(claim: Claim, npz: str | os.PathLike, *, device: str = "cpu") -> Clai
     else:
         case = Case(
             data=ds,
-            hypotheses=claim.hypotheses,
+            hypotheses=claim.case_hypotheses,
             seed=seed,
             device=device,
             budget=b,

@@ -159,7 +159,7 @@ def run_search(
         ds = data.draw(strategy) if strategy is not None else None
         case = Case(
             data=ds,
-            hypotheses=claim.hypotheses,
+            hypotheses=claim.case_hypotheses,
             seed=seed,
             device=device,
             budget=budget,

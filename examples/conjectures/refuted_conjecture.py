@@ -27,7 +27,8 @@ from attsvm.claims import Outcome, claim
     title="One GD step from W=0 raises every optimal-token probability above 1/T",
     origin="expected-false",  # declared false: `attsvm check` exits 0 when it is refuted
     source="examples/conjectures (a worked example)",
-    hypotheses={"data": "paper", "n": (1, 4), "T": (2, 5), "d": (2, 4), "lr": 0.1},
+    hypotheses={"data": "paper", "n": (1, 4), "T": (2, 5), "d": (2, 4)},
+    params={"lr": 0.1},
 )
 def first_step_raises_opt(case):
     ds, lr = case.data, case.hypotheses["lr"]

@@ -24,7 +24,8 @@ from attsvm.claims import Outcome, claim
     title="A GD step with eta = 1/L_W decreases the loss by at least (eta/2)||grad||^2",
     origin="derived",
     source="examples/conjectures (a worked example)",
-    hypotheses={"data": "paper", "n": (1, 4), "T": (2, 5), "d": (2, 4), "loss": "logistic"},
+    hypotheses={"data": "paper", "n": (1, 4), "T": (2, 5), "d": (2, 4)},
+    params={"loss": "logistic"},
     depends=("smoothness-bound",),
 )
 def descent_lemma(case):

@@ -33,7 +33,8 @@ TRIES = 8  # matrices W per case
     title="(false) On generic data <grad L(W), W^mm> < 0 for every W",
     origin="expected-false",
     source="THEORY §3 (equal-scores-needed)",
-    hypotheses={"data": "overparam", "n": (1, 3), "T": (3, 5), "d_extra": (0, 2), "loss": "logistic"},
+    hypotheses={"data": "overparam", "n": (1, 3), "T": (3, 5), "d_extra": (0, 2)},
+    params={"loss": "logistic"},
     depends=("no-stationary-equal-scores",),
 )
 def equal_scores_needed(case):

@@ -31,6 +31,8 @@ HYP = {
     "T": 5,
     "d": 3,
     "feasible": False,  # True adds Y_i z_i[0] > 0 (aligned queries): still refuted (docs)
+}
+PARAMS = {
     # "ngd": eta = 0.1, the paper's runs, reaches the asymptotic regime in 3000 steps;
     # "gd" with lr "1/L" is the literal statement (refuted too; slower: 1e5 steps, see the docs)
     "algo": "ngd",
@@ -62,6 +64,7 @@ def initial_points(case, d):
     origin="reconstructed",
     source="2308.16898 (global convergence under Assumption B); THEORY §4",
     hypotheses=dict(HYP),
+    params=dict(PARAMS),
     depends=("no-stationary-equal-scores", "gd-local-cone"),
     kind="empirical",
     rate=1.0,

@@ -19,6 +19,8 @@ HYP = {
     "T": 5,
     "d": 3,
     "feasible": False,
+}
+PARAMS = {
     "algo": "ngd",
     "lr": 0.1,
     "init": "random",
@@ -37,6 +39,7 @@ HYP = {
     origin="empirical",
     source="this project (refinement of THEORY §4 gd-global-equal-scores)",
     hypotheses=dict(HYP),
+    params=dict(PARAMS),
     depends=("gd-global-equal-scores",),
     kind="empirical",
     rate=0.95,

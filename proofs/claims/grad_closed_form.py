@@ -114,7 +114,8 @@ def _slack(err, ref_norm, S, rtol, atol):
     title="The closed-form gradient equals autograd, central differences and the sympy derivative",
     origin="derived",
     source="THEORY §3 (grad-closed-form)",
-    hypotheses={"data": "paper", "n": (1, 4), "T": (2, 5), "d": (2, 4), "loss": "logistic"},
+    hypotheses={"data": "paper", "n": (1, 4), "T": (2, 5), "d": (2, 4)},
+    params={"loss": "logistic"},
 )
 def grad_closed_form(case):
     """closed form = torch autograd = central differences = sympy; (K,Q) chain rule = autograd."""

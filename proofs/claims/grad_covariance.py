@@ -39,7 +39,8 @@ def _sides(ds, W, A, loss):
     title="<grad L(W), A> is the s-weighted covariance of the scores and the logits of A",
     origin="derived",
     source="THEORY §3 (grad-covariance)",
-    hypotheses={"data": "paper", "n": (1, 5), "T": (2, 6), "d": (2, 5), "loss": "logistic"},
+    hypotheses={"data": "paper", "n": (1, 5), "T": (2, 6), "d": (2, 5)},
+    params={"loss": "logistic"},
 )
 def grad_covariance(case):
     """Closed-form gradient paired with A vs (1/n) sum_i l'_i Cov_{s_i}(gamma_i, X_i A z_i)."""

@@ -74,7 +74,8 @@ def _bound(ds, Gam, mmin, loss):
     title="L(W) > (1/n) sum_i l(gamma_opt) for finite W, and L(Gamma W^mm) decreases to it",
     origin="derived",
     source="THEORY §3 (loss-infimum)",
-    hypotheses={"data": "feasible", "alpha": "opt", "n": (1, 4), "T": (2, 5), "d": (2, 4), "loss": "logistic"},
+    hypotheses={"data": "feasible", "alpha": "opt", "n": (1, 4), "T": (2, 5), "d": (2, 4)},
+    params={"loss": "logistic"},
     depends=("softmax-decay",),
 )
 def loss_infimum(case):

@@ -35,7 +35,8 @@ def _lse(a, axis=-1):
     title="Under Assumption B, <grad L(W), W^mm> <= (1/n) sum l'_i Delta_i s_opt (1 - s_opt) < 0 for every W",
     origin="reconstructed",
     source="THEORY §3 (no-stationary-equal-scores); Tarzanagh et al. 2308.16898, global convergence lemma",
-    hypotheses={"data": "equal_scores", "n": (1, 4), "T": (2, 5), "d": (2, 4), "loss": "logistic"},
+    hypotheses={"data": "equal_scores", "n": (1, 4), "T": (2, 5), "d": (2, 4)},
+    params={"loss": "logistic"},
 )
 def no_stationary_equal_scores(case):
     """Covariance bound along W^mm, right side in the log domain."""

@@ -29,7 +29,8 @@ from attsvm.tolerances import tol
     title="For d >= n with independent queries, <grad L(W), W'> = (1/n) sum l'_i Var_{s_i}(gamma_i) < 0",
     origin="reconstructed",
     source="THEORY §3 (no-stationary-overparam); Tarzanagh et al. 2308.16898, over-parameterised landscape",
-    hypotheses={"data": "overparam", "n": (1, 4), "T": (2, 5), "d_extra": (0, 2), "loss": "logistic"},
+    hypotheses={"data": "overparam", "n": (1, 4), "T": (2, 5), "d_extra": (0, 2)},
+    params={"loss": "logistic"},
 )
 def no_stationary_overparam(case):
     """Identity along W' = v (sum_i Y_i z~_i)^T and strict negativity of the variance sum."""

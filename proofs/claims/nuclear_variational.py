@@ -31,7 +31,7 @@ def _half(K, Q):
     title="min over K Q^T = W of (||K||^2 + ||Q||^2)/2 is the nuclear norm, attained by the SVD factors",
     origin="derived",
     source="THEORY §3 (nuclear-variational)",
-    hypotheses={"data": "paper", "n": 1, "T": 2, "d": (1, 5)},
+    hypotheses={"data": "paper", "n": 1, "T": 2, "d": (2, 5)},
 )
 def nuclear_variational(case):
     """SVD factors attain ||W||_*; random factorizations K R, Q R^{-T} never go below."""

@@ -11,7 +11,8 @@ from attsvm.claims import Outcome, claim
     title="GD on p converges in direction to p^mm_alpha",
     origin="paper",
     source="2306.13596; THEORY §4",
-    hypotheses={"data": "prompt", "n": (1, 3), "T": (2, 4), "d": (2, 4), "steps": 2000, "eps": 0.05},
+    hypotheses={"data": "prompt", "n": (1, 3), "T": (2, 4), "d": (2, 4)},
+    params={"steps": 2000, "eps": 0.05},
     examples=10,
     seconds=20,
 )

@@ -37,7 +37,8 @@ def _complement(Z):
     title="Gradient descent never leaves W_0 + span of the queries (row space)",
     origin="derived",
     source="THEORY §3 (rowspace-invariance)",
-    hypotheses={"data": "paper", "n": (1, 3), "T": (2, 4), "d": (3, 6), "loss": "logistic"},
+    hypotheses={"data": "paper", "n": (1, 3), "T": (2, 4), "d": (3, 6)},
+    params={"loss": "logistic"},
 )
 def rowspace_invariance(case):
     """GD from a random W_0: ||(W_k - W_0)(I - P_Z)|| <= tol ||W_k - W_0||."""

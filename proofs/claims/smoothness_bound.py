@@ -46,7 +46,8 @@ def _hessian_norm(ds, W, loss):
     title="The Hessian of the loss is bounded by the smoothness constant L_W",
     origin="reconstructed",
     source="THEORY §3 (smoothness-bound); Tarzanagh et al. 2308.16898, smoothness lemma",
-    hypotheses={"data": "paper", "n": (1, 4), "T": (2, 5), "d": (2, 4), "loss": "logistic"},
+    hypotheses={"data": "paper", "n": (1, 4), "T": (2, 5), "d": (2, 4)},
+    params={"loss": "logistic"},
 )
 def smoothness_bound(case):
     """||Hess L(W)||_2 <= L_W at a random W (autograd Hessian, float64)."""

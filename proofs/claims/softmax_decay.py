@@ -37,14 +37,8 @@ def _lse(a, axis=-1):
     title="Along W^mm_alpha the softmax decays like exp(-R rho) (support) and exp(-R rho (1+2 delta)) (others)",
     origin="derived",
     source="THEORY §3 (softmax-decay)",
-    hypotheses={
-        "data": "feasible",
-        "alpha": "random",
-        "n": (1, 4),
-        "T": (2, 5),
-        "d": (2, 4),
-        "delta_scope": "neighbours",
-    },
+    hypotheses={"data": "feasible", "alpha": "random", "n": (1, 4), "T": (2, 5), "d": (2, 4)},
+    params={"delta_scope": "neighbours"},
     notes=(
         "THEORY states the third bound for every input; it is false for an input without SVM-neighbours "
         "(T_i empty: delta takes no pair from it). delta_scope='neighbours' (default) restricts it to inputs with "
