@@ -2,7 +2,8 @@
 
 ``import attsvm`` loads numpy only. The heavy parts load on demand:
 ``attsvm.svm`` (cvxpy, Clarabel, python-flint), ``attsvm.gd`` (torch), ``attsvm.symbolic`` (sympy),
-``attsvm.claims`` / ``attsvm.strategies`` (hypothesis, mpmath).
+``attsvm.highprec`` (mpmath: the model and GD at 50 digits), ``attsvm.claims`` / ``attsvm.strategies``
+(hypothesis).
 """
 
 from __future__ import annotations

@@ -321,18 +321,12 @@ def save_figure(fig, path: str | os.PathLike, dpi: int = 80) -> Path:
 
 # ---------------------------------------------------------------------------------------------- helpers
 def corr_trajectory(Ws: np.ndarray, targets: np.ndarray) -> np.ndarray:
-    r"""$\mathrm{corr}(W_k^{(b)},W_\circ^{(b)})$ for a recorded trajectory ``Ws`` (R, B, ...) and targets (B, ...).
+    r"""$\mathrm{corr}(W_k^{(b)},W_\circ^{(b)})$ (:func:`attsvm.model.corr`) for a recorded trajectory ``Ws``
+    (R, B, ...) and targets (B, ...). Zero matrices give NaN (no direction)."""
+    from .model import corr
 
-    Zero matrices give NaN (no direction)."""
     Ws = np.asarray(Ws, dtype=float)
-    T = np.asarray(targets, dtype=float)
-    R, B = Ws.shape[:2]
-    a = Ws.reshape(R, B, -1)
-    b = T.reshape(1, B, -1)
-    num = np.sum(a * b, axis=-1)
-    den = np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+    return corr(Ws, np.asarray(targets, dtype=float)[None], ndim=Ws.ndim - 2)
 
 
 def summary(x: Iterable[float]) -> dict[str, float | int | None]:

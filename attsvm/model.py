@@ -202,7 +202,12 @@ def smoothness_constant(data: Dataset | Arrays, loss: str = "logistic") -> np.nd
     return np.mean(per, axis=-1)
 
 
-def corr(A: np.ndarray, B: np.ndarray) -> np.ndarray:
-    r"""$\mathrm{corr}(A,B)=\langle A,B\rangle/(\|A\|_F\|B\|_F)$ over the last two axes."""
-    num = np.sum(A * B, axis=(-2, -1))
-    return num / (np.linalg.norm(A, axis=(-2, -1)) * np.linalg.norm(B, axis=(-2, -1)))
+def corr(A: np.ndarray, B: np.ndarray, ndim: int = 2) -> np.ndarray:
+    r"""$\mathrm{corr}(A,B)=\langle A,B\rangle/(\|A\|_F\|B\|_F)$ over the last ``ndim`` axes (2: matrices $W$;
+    1: vectors $p$, $v$), broadcasting over the leading ones. NaN where $A$ or $B$ is zero (no direction)."""
+    A, B = np.asarray(A, dtype=np.float64), np.asarray(B, dtype=np.float64)
+    ax = tuple(range(-int(ndim), 0))
+    num = np.sum(A * B, axis=ax)
+    den = np.sqrt(np.sum(A * A, axis=ax)) * np.sqrt(np.sum(B * B, axis=ax))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)

@@ -1,9 +1,12 @@
 r"""Hypothesis strategies for data sets, valid by construction (no ``filter``/``assume`` for feasibility).
 
-A claim's ``hypotheses["data"]`` names an entry of :data:`STRATEGIES`; the other keys are its
-parameters (sizes as an int or an inclusive ``(lo, hi)`` range; keys a strategy does not take are left
-to the claim). Every strategy draws the sizes first (shrinking towards the smallest $n,T,d$), then the
-structure (margin, direction, selection), then the numbers (shrinking towards 0 and simple values).
+A claim's ``hypotheses["data"]`` names an entry of :data:`STRATEGIES`; the other keys are its parameters
+(sizes as an int or an inclusive ``(lo, hi)`` range, options, and ``relations`` between sizes), validated by
+:func:`plan` against the strategy's schema (:func:`schema`): an unknown key, a value outside its range or of
+the wrong type, an empty range or a relation that leaves no size is an :class:`~attsvm.errors.InputError`;
+nothing is clamped. Every strategy draws the sizes first (in the order $n,T,d,K$, each within the bounds its
+relations give; shrinking towards the smallest), then the structure (margin, direction, selection), then the
+numbers (shrinking towards 0 and simple values).
 
 ==================== ==========================================================================
 name                 what it promises
@@ -38,8 +41,9 @@ $q=\kappa e_2$ scores $g$ above it. ``not_locally_optimal`` flips $v_1<0$.
 from __future__ import annotations
 
 import functools
-import inspect
+import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -320,67 +324,242 @@ def _make_self(src, lead, n, T, d) -> Dataset:
     return _make_paper(src, lead, n, T, d, self_attention=True)
 
 
-# name -> (construction, size floors). The paper law needs d >= 2: unit-norm 1-D tokens are +-1 (ties).
-_SIZES = {"n": ((1, 4), 1), "T": ((2, 5), 2), "d": ((1, 4), 1), "K": ((1, 3), 1), "d_extra": ((0, 3), 0)}
-_BUILDERS: dict[str, tuple[Callable[..., Dataset], dict[str, int]]] = {
-    "paper": (_make_paper, {"d": 2}),
-    "dyadic": (_make_dyadic, {}),
-    "equal_scores": (_make_equal_scores, {"d": 2}),
-    "overparam": (_make_overparam, {}),
-    "feasible": (_make_feasible, {}),
-    "locally_optimal": (_make_local, {"T": 3, "d": 2}),
-    "not_locally_optimal": (_make_local, {"T": 3, "d": 2}),
-    "infeasible": (_make_infeasible, {}),
-    "sequence": (_make_sequence, {"d": 2}),
-    "causal": (_make_causal, {"d": 2}),
-    "prompt": (_make_prompt, {"d": 2}),
-    "self_attention": (_make_self, {"d": 2}),
+# ---------------------------------------------------------------------- the hypothesis schema
+@dataclass(frozen=True)
+class Size:
+    """A size parameter: an int or an inclusive ``(lo, hi)`` range within ``[floor, cap]``."""
+
+    default: tuple[int, int]
+    floor: int
+    cap: int = 1000
+
+
+@dataclass(frozen=True)
+class Option:
+    """A non-size parameter: its type and either the allowed ``choices`` or an inclusive ``[lo, hi]``."""
+
+    type: type
+    choices: tuple[Any, ...] | None = None
+    lo: float | None = None
+    hi: float | None = None
+
+    def check(self, name: str, key: str, val: Any) -> None:
+        ok_type = isinstance(val, self.type) and not (self.type is int and isinstance(val, bool))
+        if not ok_type:
+            raise InputError(f"strategy {name}: {key} must be {self.describe()}, got {val!r}")
+        if self.choices is not None and val not in self.choices:
+            raise InputError(f"strategy {name}: {key} must be {self.describe()}, got {val!r}")
+        if (self.lo is not None and val < self.lo) or (self.hi is not None and val > self.hi):
+            raise InputError(f"strategy {name}: {key} must be {self.describe()}, got {val!r}")
+
+    def describe(self) -> str:
+        if self.choices is not None:
+            return "one of " + ", ".join(repr(c) for c in self.choices)
+        rng = f" in [{self.lo:g}, {self.hi:g}]" if self.lo is not None else ""
+        return f"{'an int' if self.type is int else 'a ' + self.type.__name__}{rng}"
+
+
+def _sizes(**floors: int) -> dict[str, Size]:
+    base = {"n": Size((1, 4), 1, 10_000), "T": Size((2, 5), 2), "d": Size((1, 4), 1)}
+    out = {}
+    for k, sz in base.items():
+        if floors.get(k, 0) >= 0:
+            f = max(sz.floor, floors.get(k, sz.floor))
+            out[k] = Size((max(sz.default[0], f), max(sz.default[1], f)), f, sz.cap)
+    return out
+
+
+_BITS = Option(int, lo=1, hi=16)
+# name -> (construction, sizes in draw order, options). The paper law needs d >= 2: unit-norm 1-D tokens are
+# +-1 (ties); a -1 floor drops a size the construction does not take.
+_SCHEMA: dict[str, tuple[Callable[..., Dataset], dict[str, Size], dict[str, Option]]] = {
+    "paper": (_make_paper, _sizes(d=2), {}),
+    "dyadic": (_make_dyadic, _sizes(), {"bits": _BITS}),
+    "equal_scores": (_make_equal_scores, _sizes(d=2), {"bits": _BITS, "feasible": Option(bool)}),
+    "overparam": (_make_overparam, {**_sizes(d=-1), "d_extra": Size((0, 3), 0)}, {}),
+    "feasible": (_make_feasible, _sizes(), {"alpha": Option(str, choices=("opt", "random"))}),
+    "locally_optimal": (_make_local, _sizes(T=3, d=2), {"bits": Option(int, lo=1, hi=8)}),
+    "not_locally_optimal": (_make_local, _sizes(T=3, d=2), {"bits": Option(int, lo=1, hi=8)}),
+    "infeasible": (_make_infeasible, _sizes(), {"bits": _BITS}),
+    "sequence": (_make_sequence, {**_sizes(d=2), "K": Size((1, 3), 1, 100)}, {}),
+    "causal": (_make_causal, _sizes(d=2), {}),
+    "prompt": (_make_prompt, _sizes(d=2), {}),
+    "self_attention": (_make_self, _sizes(d=2), {}),
 }
 _FIXED = {"not_locally_optimal": {"locally_optimal": False}, "locally_optimal": {"locally_optimal": True}}
+_MAX_COMBOS = 200_000
 
 
-def _size_range(name: str, key: str, val: Any) -> tuple[int, int]:
-    floor = max(_SIZES[key][1], _BUILDERS[name][1].get(key, 0))
-    if val is None:
-        val = _SIZES[key][0]
+def schema(name: str) -> dict[str, str]:
+    """The parameters strategy ``name`` takes, each with what is allowed (for messages and docs)."""
+    _, sizes, opts = _lookup(name)
+    out = {k: f"an int or (lo, hi) range within [{s.floor}, {s.cap}] (default {s.default})" for k, s in sizes.items()}
+    out.update({k: o.describe() for k, o in opts.items()})
+    out["relations"] = "bounds between sizes, e.g. ('d >= n', 'd >= T - 1')"
+    return out
+
+
+def _lookup(name: Any):
+    if not isinstance(name, str) or name not in _SCHEMA:
+        raise InputError(f"unknown data strategy {name!r}; known: {', '.join(sorted(_SCHEMA))}")
+    return _SCHEMA[name]
+
+
+def _size_range(name: str, key: str, val: Any, spec: Size) -> tuple[int, int]:
+    bad = f"strategy {name}: {key} must be an int or an inclusive (lo, hi) pair of ints, got {val!r}"
     if isinstance(val, (list, tuple)):
         if len(val) != 2:
-            raise InputError(f"strategy {name}: size {key} must be an int or a (lo, hi) pair, got {val!r}")
-        lo, hi = int(val[0]), int(val[1])
+            raise InputError(bad)
+        lo, hi = val
     else:
-        lo = hi = int(val)
+        lo = hi = val
+    for x in (lo, hi):
+        if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
+            raise InputError(bad)
+    lo, hi = int(lo), int(hi)
     if lo > hi:
-        raise InputError(f"strategy {name}: size {key} has lo > hi ({lo} > {hi})")
-    lo, hi = max(lo, floor), max(hi, floor)
+        raise InputError(f"strategy {name}: {key} range ({lo}, {hi}) is empty (lo > hi)")
+    if lo < spec.floor or hi > spec.cap:
+        raise InputError(f"strategy {name}: {key} must lie in [{spec.floor}, {spec.cap}], got {val!r}")
     return lo, hi
 
 
-def _params(name: str) -> tuple[list[str], list[str]]:
-    fn = _BUILDERS[name][0]
-    keys = [p for p in inspect.signature(fn).parameters if p not in ("src", "lead")]
-    sizes = [k for k in keys if k in _SIZES]
-    return sizes, [k for k in keys if k not in _SIZES and k not in _FIXED.get(name, {})]
+class _Relation:
+    r"""``SIZE >= EXPR`` or ``SIZE <= EXPR`` (also ``>``, ``<``, ``==``); EXPR: ints, earlier sizes, ``+ - *``,
+    ``max``, ``min``. A bound on the later-drawn SIZE, so it is met by construction."""
+
+    def __init__(self, name: str, text: Any, order: list[str]):
+        import ast
+
+        self.text = text
+        where = f"strategy {name}: relation {text!r}"
+        if not isinstance(text, str):
+            raise InputError(f"{where} must be a string such as 'd >= n'")
+        try:
+            tree = ast.parse(text, mode="eval").body
+        except SyntaxError:
+            raise InputError(f"{where} is not an expression such as 'd >= n'") from None
+        if not (isinstance(tree, ast.Compare) and len(tree.ops) == 1 and isinstance(tree.left, ast.Name)):
+            raise InputError(f"{where} must read 'SIZE >= EXPR' or 'SIZE <= EXPR'")
+        op = type(tree.ops[0])
+        if op not in (ast.GtE, ast.Gt, ast.LtE, ast.Lt, ast.Eq):
+            raise InputError(f"{where}: only >=, >, <=, <, == are allowed")
+        self.size = tree.left.id
+        if self.size not in order:
+            raise InputError(f"{where}: {self.size!r} is not a size of this strategy ({', '.join(order)})")
+        self.op = op
+        self.expr = tree.comparators[0]
+        names = {n.id for n in ast.walk(self.expr) if isinstance(n, ast.Name)} - {"max", "min"}
+        for n in names:
+            if n not in order:
+                raise InputError(f"{where}: {n!r} is not a size of this strategy ({', '.join(order)})")
+            if order.index(n) >= order.index(self.size):
+                raise InputError(
+                    f"{where}: write it as a bound on the size drawn last ({' < '.join(order)} is the draw order)"
+                )
+        for node in ast.walk(self.expr):
+            allowed = (ast.Name, ast.Constant, ast.BinOp, ast.Add, ast.Sub, ast.Mult, ast.Call, ast.Load, ast.UnaryOp)
+            if not isinstance(node, allowed + (ast.USub,)) or (
+                isinstance(node, ast.Constant) and (isinstance(node.value, bool) or not isinstance(node.value, int))
+            ):
+                raise InputError(f"{where}: only ints, sizes, + - *, max and min are allowed")
+            if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in ("max", "min")):
+                raise InputError(f"{where}: only max and min may be called")
+        self.code = compile(ast.Expression(self.expr), "<relation>", "eval")
+
+    def bound(self, drawn: dict[str, int]) -> tuple[float, float]:
+        b = int(eval(self.code, {"__builtins__": {}, "max": max, "min": min}, dict(drawn)))  # noqa: S307
+        import ast
+
+        return {
+            ast.GtE: (b, math.inf),
+            ast.Gt: (b + 1, math.inf),
+            ast.LtE: (-math.inf, b),
+            ast.Lt: (-math.inf, b - 1),
+            ast.Eq: (b, b),
+        }[self.op]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A validated strategy: its size ranges (draw order), relations, options and the construction."""
+
+    name: str
+    ranges: dict[str, tuple[int, int]]
+    relations: tuple[Any, ...]
+    options: dict[str, Any]
+
+    def bounds(self, key: str, drawn: dict[str, int]) -> tuple[int, int]:
+        """The range of ``key`` given the sizes drawn before it (its relations applied)."""
+        lo, hi = self.ranges[key]
+        for r in self.relations:
+            if r.size == key:
+                a, b = r.bound(drawn)
+                lo, hi = max(lo, a), min(hi, b)
+        return int(lo), int(hi)
+
+    def build(self, src: Any, lead: tuple[int, ...], sizes: dict[str, int]) -> Dataset:
+        return _SCHEMA[self.name][0](src, lead, **sizes, **self.options, **_FIXED.get(self.name, {}))
+
+
+def plan(name: Any, params: dict[str, Any]) -> Plan:
+    """Validate strategy ``name``'s parameters (unknown keys, types, ranges, relations) into a :class:`Plan`.
+
+    Every problem is an :class:`~attsvm.errors.InputError` naming the key and what is allowed; nothing is
+    clamped. Relations are checked for every combination of the earlier sizes: none may leave a range empty."""
+    _, sizes, opts = _lookup(name)
+    params = dict(params)
+    rel_texts = params.pop("relations", ())
+    if isinstance(rel_texts, str):
+        rel_texts = (rel_texts,)
+    bad = sorted(set(params) - set(sizes) - set(opts))
+    if bad:
+        allowed = ", ".join([*sizes, *opts, "relations"])
+        raise InputError(f"strategy {name}: unknown hypothesis {bad[0]!r} (allowed: {allowed})")
+    ranges = {k: _size_range(name, k, params.get(k, s.default), s) for k, s in sizes.items()}
+    for k, o in opts.items():
+        if k in params:
+            o.check(name, k, params[k])
+    order = list(sizes)
+    rels = tuple(_Relation(name, t, order) for t in rel_texts)
+    p = Plan(name, ranges, rels, {k: params[k] for k in opts if k in params})
+    if rels:
+        count = 1
+        for k in order:
+            count *= ranges[k][1] - ranges[k][0] + 1
+        if count > _MAX_COMBOS:
+            raise InputError(f"strategy {name}: relations over {count} size combinations; narrow the ranges")
+
+        def walk(i: int, drawn: dict[str, int]) -> None:
+            if i == len(order):
+                return
+            k = order[i]
+            lo, hi = p.bounds(k, drawn)
+            if lo > hi:
+                given = ", ".join(f"{a}={b}" for a, b in drawn.items())
+                raise InputError(
+                    f"strategy {name}: the relations leave no {k} in {ranges[k]}" + (f" when {given}" if given else "")
+                )
+            for val in range(lo, hi + 1):
+                walk(i + 1, {**drawn, k: val})
+
+        walk(0, {})
+    return p
 
 
 def _strategy(name: str, **params: Any):
-    """The Hypothesis strategy ``name`` with parameters (unknown keys are an InputError)."""
+    """The Hypothesis strategy ``name`` with parameters (validated by :func:`plan`)."""
     from hypothesis import strategies as st
 
-    if name not in _BUILDERS:
-        raise InputError(f"unknown data strategy {name!r}; known: {', '.join(sorted(_BUILDERS))}")
-    sizes, opts = _params(name)
-    bad = set(params) - set(sizes) - set(opts)
-    if bad:
-        raise InputError(f"strategy {name}: unknown parameter {sorted(bad)[0]!r}")
-    ranges = {k: _size_range(name, k, params.get(k)) for k in sizes}
-    fixed = {k: params[k] for k in opts if k in params}
-    fixed.update(_FIXED.get(name, {}))
-    fn = _BUILDERS[name][0]
+    p = plan(name, params)
 
     @st.composite
     def build(draw):
-        sz = {k: draw(st.integers(lo, hi)) for k, (lo, hi) in ranges.items()}
-        return fn(_HypSource(draw), (), **sz, **fixed)
+        sz: dict[str, int] = {}
+        for k in p.ranges:
+            lo, hi = p.bounds(k, sz)
+            sz[k] = draw(st.integers(lo, hi))
+        return p.build(_HypSource(draw), (), sz)
 
     return build()
 
@@ -431,50 +610,45 @@ def relu_head(d: int | tuple[int, int]):
     dd = int(d)
 
     def norm(V: np.ndarray) -> np.ndarray:
-        f = np.linalg.norm(V)
-        return V / f if f > 0 else np.eye(dd) / np.sqrt(dd)
+        m = np.max(np.abs(V))
+        if not m > 0:
+            return np.eye(dd) / np.sqrt(dd)
+        V = V / m  # first to max |entry| = 1: subnormal draws keep all their bits relative to each other
+        return V / np.linalg.norm(V)
 
     el = st.floats(-1, 1, allow_nan=False, allow_infinity=False, width=64)
     return hnp.arrays(np.float64, (dd, dd), elements=el).map(norm)
 
 
-def split_hypotheses(hypotheses: dict[str, Any]) -> tuple[str | None, dict[str, Any], dict[str, Any]]:
-    """``(name, strategy params, other keys)`` of a claim's hypotheses."""
+def split_hypotheses(hypotheses: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
+    """``(strategy name, its parameters)`` of a claim's hypotheses, validated (no ``data``: ``(None, {})``, and
+    then any other key is an error)."""
     h = dict(hypotheses)
     name = h.pop("data", None)
     if name is None:
-        return None, {}, h
-    if name not in _BUILDERS:
-        raise InputError(f"unknown data strategy {name!r}; known: {', '.join(sorted(_BUILDERS))}")
-    sizes, opts = _params(name)
-    mine = {k: h[k] for k in list(h) if k in sizes or k in opts}
-    rest = {k: v for k, v in h.items() if k not in mine}
-    return name, mine, rest
+        if h:
+            raise InputError(f"hypotheses {sorted(h)} need a data strategy ('data': one of {', '.join(_SCHEMA)})")
+        return None, {}
+    plan(name, h)
+    return name, h
 
 
 def for_hypotheses(hypotheses: dict[str, Any]):
     """The strategy a claim's hypotheses select (None when there is no ``data`` key)."""
-    name, params, _ = split_hypotheses(hypotheses)
+    name, params = split_hypotheses(hypotheses)
     return None if name is None else _strategy(name, **params)
 
 
 def batch(name: str, runs: int, seed: int = 0, **params: Any) -> Dataset:
     """``runs`` data sets of strategy ``name`` as one batch (leading axis B), seeded numpy generation.
 
-    Size ranges ``(lo, hi)`` are resolved once for the whole batch (drawn from the seed)."""
-    if name not in _BUILDERS:
-        raise InputError(f"unknown data strategy {name!r}; known: {', '.join(sorted(_BUILDERS))}")
+    Size ranges ``(lo, hi)`` are resolved once for the whole batch (drawn from the seed, relations applied)."""
+    p = plan(name, params)
     if int(runs) < 1:
         raise InputError(f"batch: runs must be >= 1, got {runs}")
-    sizes, opts = _params(name)
-    bad = set(params) - set(sizes) - set(opts)
-    if bad:
-        raise InputError(f"strategy {name}: unknown parameter {sorted(bad)[0]!r}")
     rng = np.random.default_rng(seed)
-    sz = {}
-    for k in sizes:
-        lo, hi = _size_range(name, k, params.get(k))
+    sz: dict[str, int] = {}
+    for k in p.ranges:
+        lo, hi = p.bounds(k, sz)
         sz[k] = int(rng.integers(lo, hi + 1))
-    fixed = {k: params[k] for k in opts if k in params}
-    fixed.update(_FIXED.get(name, {}))
-    return _BUILDERS[name][0](_RngSource(rng), (int(runs),), **sz, **fixed)
+    return p.build(_RngSource(rng), (int(runs),), sz)

@@ -22,16 +22,10 @@ SEL, LOW = 1e-3, 1e-6  # the paper's selection threshold and its "clearly zero" 
 FLOOR = 1e-16  # 1 - corr below float64 resolution is drawn at this level
 
 
-def _corr(A: np.ndarray, B: np.ndarray) -> np.ndarray:
-    num = np.einsum("bij,bij->b", A, B)
-    den = np.linalg.norm(A, axis=(1, 2)) * np.linalg.norm(B, axis=(1, 2))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(den > 0, num / den, np.nan)
-
-
 def run(ctx) -> dict:
     from attsvm import generate
     from attsvm.experiments import call_each, fro_batch, gd_runs, stack, subset
+    from attsvm.model import corr
 
     s = ctx.size
     n, T, need = s["n"], s["T"], ctx.seeds
@@ -76,9 +70,9 @@ def run(ctx) -> dict:
                 Wk = np.asarray(r.W)[cand]
                 for j in np.flatnonzero(ok):
                     Weq, R = _svmeq(Wk[j], Wfin[j], Wsvm[j])
-                    acc["eq"].append(1 - float(_corr(Wk[j : j + 1], Weq[None])[0]))
-                    acc["svm"].append(1 - float(_corr(Wk[j : j + 1], Wsvm[j : j + 1])[0]))
-                    acc["one"].append(1 - float(_corr(Wk[j : j + 1], W1[j : j + 1])[0]))
+                    acc["eq"].append(1 - float(corr(Wk[j : j + 1], Weq[None])[0]))
+                    acc["svm"].append(1 - float(corr(Wk[j : j + 1], Wsvm[j : j + 1])[0]))
+                    acc["one"].append(1 - float(corr(Wk[j : j + 1], W1[j : j + 1])[0]))
                     acc["max_unsel"].append(float(np.max(np.where(sel[j], 0.0, sm[int(cand[j])]))))
                     acc["R"].append(R)
             rate = max(len(acc["eq"]), 1) / max(draws, 1)

@@ -111,18 +111,21 @@ def test_shrinks_to_the_failure_boundary():
     assert np.count_nonzero(ds.X) == ds.n and np.all(np.abs(ds.X) <= 0.125)
 
 
-def test_float64_only_failure_is_inconclusive_numerical():
+def test_float64_only_failure_is_cleared_and_the_search_goes_on():
     r = run_claim(_get(PLANTED, "planted-rounding"), budget="ci", seed=0)
-    assert r.verdict == "inconclusive" and r.reason.startswith("numerical")
-    assert r.outcome.margin <= 0 < r.confirm_outcome.margin  # float64 says 0, 50 digits say > 0
-    assert not r.confirmed and r.matches
+    # float64 rounds 1 - max softmax to 0 at large R; 50 digits say > 0: cleared, counted, the search continues
+    assert r.detail["cleared"] >= 1 and r.decided.get("high precision", 0) == r.detail["cleared"]
+    assert r.verdict == "verified" and r.matches and not r.confirmed and not r.unconfirmed
 
 
-def test_true_claim_verified_and_unconfirmed_failure_not_refuted():
+def test_true_claim_verified_and_unconfirmed_failure_never_matches():
     r = run_claim(_get(PLANTED, "planted-true"), budget="ci", seed=1)
     assert r.verdict == "verified" and r.examples >= 5 and r.worst_margin >= 0
     u = run_claim(_get(PLANTED, "planted-unconfirmed"), budget="ci")
-    assert u.verdict == "inconclusive" and u.reason.startswith("unconfirmed")
+    assert u.verdict == "inconclusive" and u.reason.startswith("unconfirmed failure") and u.unconfirmed
+    assert not u.matches
+    u.allow_inconclusive = True
+    assert not u.matches  # not even in an exploratory run
 
 
 def test_same_seed_same_result():
@@ -149,7 +152,8 @@ def test_inconclusive_cases_do_not_count():
         lambda case: Outcome(ok=True, inconclusive="solver trouble")
     )
     r = run_claim(ic, examples=10)
-    assert r.verdict == "inconclusive" and "undecidable" in r.reason and r.inconclusive_cases == r.examples
+    assert r.verdict == "inconclusive" and "too few decided" in r.reason and r.inconclusive_cases == r.examples
+    assert not r.matches
 
 
 # ---------------------------------------------------------------------- empirical
@@ -205,15 +209,18 @@ def test_cli_exit_codes_json_and_reports(tmp_path, capsys):
     js, md, tex = tmp_path / "r.json", tmp_path / "r.md", tmp_path / "r.tex"
     argv = [str(PLANTED), str(EMPIRICAL), "--budget", "ci", "--out", str(tmp_path / "cx")]
     rc = _cli([*argv, "--json", str(js), "--markdown", str(md), "--latex", str(tex)])
-    assert rc == 0
     out = capsys.readouterr()
     assert "planted-false" in out.out and "refuted" in out.out and "[7/7]" in out.err
     rep = json.loads(js.read_text())
+    assert rc == 1 and rep["summary"]["mismatches"] == ["planted-unconfirmed"]  # a failure nobody cleared
+    others = [c["id"] for c in rep["claims"] if c["id"] != "planted-unconfirmed"]
+    assert _cli([*argv, "--only", *others]) == 0
     keys = {"id", "origin", "expected", "verdict", "reason", "examples", "worst_margin", "counterexample"}
     keys |= {"confirmed", "seconds"}
     for c in rep["claims"]:
         assert keys <= set(c)
         assert c["verdict"] in ("verified", "refuted", "inconclusive") and c["expected"] in ("true", "false")
+        assert c["matches"] == (c["mismatch"] is None) and isinstance(c["decided"], dict)
     by = {c["id"]: c for c in rep["claims"]}
     assert by["planted-false"]["confirmed"] and by["planted-false"]["counterexample"].endswith(".npz")
     text = md.read_text()

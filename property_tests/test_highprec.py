@@ -1,4 +1,4 @@
-"""attsvm.claims.highprec: the 50-digit model against independent computations.
+"""attsvm.highprec: the 50-digit model and GD replay against independent computations.
 
 Cross-checks: float64 closed forms of :mod:`attsvm.model` (independent code), 50-digit central differences of
 the 50-digit loss (independent of the gradient formula), direct evaluation at 100 digits (cancellation-prone
@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from attsvm import highprec as hp
 from attsvm import model
-from attsvm.claims import highprec as hp
 from attsvm.strategies import causal, paper
 from attsvm.tolerances import tol
 
@@ -148,21 +148,88 @@ def test_causal_mask_gradient(ds, seed):
 
 
 @pytest.mark.parametrize("algo", ["gd", "ngd"])
-def test_gd_trajectory_matches_engine(algo):
+def test_replay_matches_engine(algo):
     from attsvm import gd, generate
 
     ds = generate.paper_law(2, 3, 3, seed=11)
     W0 = _W(1, 3, scale=0.5)
-    Wf, rec = hp.gd_trajectory(ds, W0, 0.3, 25, algo=algo, record_every=5)
-    assert len(rec) == 6
-    res = gd.run(ds, param="W", algo=algo, lr=0.3, steps=25, init=W0)
-    assert _rel(hp.to_numpy(Wf), res.W[0]) <= 1e-10
+    run = hp.replay(ds, W0, param="W", algo=algo, lr=0.3, steps=25, record_every=5)
+    assert run.steps == [0, 5, 10, 15, 20, 25] and len(run.recorded) == 6 and run.taken == 25
+    res = gd.run(ds, param="W", algo=algo, lr=0.3, steps=25, init=W0, record_every=5, record_params=True)
+    assert _rel(run.array("W"), res.W[0]) <= 1e-10
+    assert _rel(run.array("W", index=2), res.trajectory["W"][2, 0]) <= 1e-10
     # and by hand, one float64 step at a time
     W = W0.copy()
     for _ in range(25):
         G = model.grad_W(ds, W)
         W = W - 0.3 * (G / np.linalg.norm(G) if algo == "ngd" else G)
-    assert _rel(hp.to_numpy(Wf), W) <= 1e-12
+    assert _rel(run.array("W"), W) <= 1e-12
+
+
+def test_replay_prompt_and_one_over_L_match_engine():
+    from attsvm import gd, generate
+    from attsvm.strategies import batch
+
+    ds = batch("prompt", 1, 4, n=3, T=3, d=3)[0]
+    run = hp.replay(ds, np.zeros(3), param="p", algo="ngd", lr=0.1, steps=40)
+    res = gd.run(ds, param="p", algo="ngd", lr=0.1, steps=40)
+    assert _rel(run.array("p"), res.p[0]) <= 1e-10
+    dw = generate.paper_law(2, 3, 3, seed=3)
+    run = hp.replay(dw, np.zeros((3, 3)), param="W", algo="gd", lr="1/L", steps=30)
+    res = gd.run(dw, param="W", algo="gd", lr="1/L", steps=30)
+    assert abs(float(run.lr) - res.lr[0]) <= 1e-14 * res.lr[0]
+    assert _rel(run.array("W"), res.W[0]) <= 1e-10
+
+
+@settings(max_examples=5)
+@given(ds=paper(n=(1, 3), T=(2, 4), d=(2, 3)), seed=st.integers(0, 2**16))
+def test_prompt_gradients_match_closed_form(ds, seed):
+    rng = np.random.default_rng(seed)
+    v, p = rng.standard_normal(ds.d), rng.standard_normal(ds.d) * 2
+    gv, gp = (hp.to_numpy(g) for g in hp.grad_vp(ds, v, p))
+    fv, fp = model.grad_vp(ds, v, p)
+    for a, b in ((gv, fv), (gp, fp)):
+        assert np.linalg.norm(a - b) <= tol("grad_rtol") * np.linalg.norm(a) + tol("grad_atol")
+    assert np.linalg.norm(hp.to_numpy(hp.grad_p(ds, p)) - model.grad_p(ds, p)) <= tol("grad_rtol") * np.linalg.norm(
+        fp
+    ) + tol("grad_atol")
+
+
+def test_gradient_shares_match_the_log_domain_reference():
+    """Far past float64 underflow the 50-digit shares equal the reference stepper's log-domain shares."""
+    from attsvm import gd, generate
+    from attsvm.model import Arrays
+
+    ds = generate.paper_law(3, 3, 3, seed=4)
+    W = gd.ngd_reference(ds, np.zeros((3, 3)), 400).W * 20
+    sh = np.array([float(x) for x in hp.gradient_shares(ds, W)])
+    ref = gd.log_gradient(Arrays.of(ds), W).log_share / np.log(10)  # log10 of the largest pair weight share
+    assert np.all(np.isfinite(sh)) and np.max(sh) <= 1e-9  # the dominant row carries (almost) all of it
+    assert np.argmax(sh) == np.argmax(ref) and np.all(np.abs(sh - ref) <= 2.0)  # same order of magnitude
+
+
+def test_path_point_solves_the_ball_problem():
+    """Newton from a rough path point: KKT residual ~0, the point is a local minimiser on the sphere, and the
+    float64 engine run much longer lands on it."""
+    from attsvm import gd
+    from attsvm.strategies import batch
+
+    ds = batch("feasible", 1, 0, n=3, T=3, d=2)[0]
+    R = 3.0
+    rough = gd.regularization_path(ds, [R], param="W", steps_per_radius=50)
+    pt = hp.path_point(ds, rough.W[0, 0], R)
+    assert pt.local_min and pt.residual <= 1e-25 and pt.lam > 0
+    assert abs(float(hp.frob(pt.W)) - R) <= 1e-14 * R
+    fine = gd.regularization_path(ds, [R], param="W", steps_per_radius=20000, shrink=1e-8)
+    assert _rel(hp.to_numpy(pt.W), fine.W[0, 0]) <= 1e-6
+    kq = gd.regularization_path(ds, [R], param="KQ", steps_per_radius=300)
+    pk = hp.path_point(ds, {"K": kq.K[0, 0], "Q": kq.Q[0, 0]}, R, param="KQ")
+    assert pk.local_min and pk.residual <= 1e-25
+
+
+def test_signed_float_keeps_the_sign():
+    assert hp.signed_float(-(mpmath.mpf(10) ** -400)) < 0 and hp.signed_float(mpmath.mpf(10) ** -400) == 0.0
+    assert hp.signed_float(mpmath.mpf(10) ** 400) == np.finfo(float).max
 
 
 def test_bad_arguments():
@@ -172,6 +239,10 @@ def test_bad_arguments():
     with pytest.raises(ValueError):
         hp.loss_value(mpmath.mpf(1), "hinge")
     with pytest.raises(ValueError):
-        hp.gd_trajectory(ds, np.zeros((2, 2)), 0.1, 1, algo="adam")
+        hp.replay(ds, np.zeros((2, 2)), algo="adam", steps=1)
+    with pytest.raises(ValueError):
+        hp.replay(ds, np.zeros((2, 2)), param="KQ", steps=1)
+    with pytest.raises(ValueError):
+        hp.replay(ds, np.zeros(2), param="W", steps=1)
     with pytest.raises(ValueError):
         hp.data(generate.paper_law(1, 2, 2, seed=0, B=2))

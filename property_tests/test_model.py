@@ -163,3 +163,10 @@ def test_corr():
     A = np.eye(3)
     np.testing.assert_allclose(model.corr(A, 2 * A), 1.0)
     np.testing.assert_allclose(model.corr(A, -A), -1.0)
+    # vectors (ndim=1), broadcasting over leading axes, and NaN (no warning) for a zero argument
+    p = np.array([[1.0, 0.0], [1.0, 1.0], [0.0, 0.0]])
+    c = model.corr(p, np.array([1.0, 0.0])[None], ndim=1)
+    np.testing.assert_allclose(c[:2], [1.0, 1 / np.sqrt(2)])
+    assert np.isnan(c[2])
+    with np.errstate(all="raise"):
+        assert np.isnan(model.corr(np.zeros((2, 2)), A[:2, :2]))

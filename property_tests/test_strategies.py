@@ -232,15 +232,17 @@ def test_shrinks_to_smallest_sizes_and_simple_numbers(name, params, floor):
 def test_unknown_strategy_and_parameter_are_input_errors():
     with pytest.raises(InputError, match="unknown data strategy"):
         S.for_hypotheses({"data": "nope"})
-    with pytest.raises(InputError, match="unknown parameter"):
+    with pytest.raises(InputError, match="unknown hypothesis"):
         S.batch("paper", 2, seed=0, colour=1)
     with pytest.raises(InputError, match="lo > hi"):
         S.for_hypotheses({"data": "paper", "n": (3, 1)})
 
 
-def test_split_hypotheses_leaves_claim_keys():
-    name, params, rest = S.split_hypotheses({"data": "feasible", "n": 2, "alpha": "random", "steps": 100})
-    assert name == "feasible" and params == {"n": 2, "alpha": "random"} and rest == {"steps": 100}
+def test_split_hypotheses_takes_only_strategy_keys():
+    name, params = S.split_hypotheses({"data": "feasible", "n": 2, "alpha": "random"})
+    assert name == "feasible" and params == {"n": 2, "alpha": "random"}
+    with pytest.raises(InputError, match="unknown hypothesis 'steps'"):
+        S.split_hypotheses({"data": "feasible", "n": 2, "steps": 100})
 
 
 # ---------------------------------------------------------------------- batched numpy counterparts

@@ -187,3 +187,20 @@ def test_degenerate_dyadic_data_certified_or_farkas(ds):
         assert cert["verified"], cert.get("reason")
         if cert["kind"] == "exact-rational":
             _exact_check(ds, cert)
+
+
+def test_singular_active_set_is_reduced_to_pivots():
+    """Two identical tokens give equal features: a starting set holding both makes G_SS singular, and the exact
+    path reduces it to its pivot columns (python-flint's fmpz_mat.rref returns (rref, denominator, rank))."""
+    import dataclasses
+
+    from attsvm.data import Dataset
+
+    X = np.array([[[0.0, 0.0], [-1.0, 1.0], [-1.0, 1.0], [2.0, 5.0]]])
+    ds = Dataset(X, np.array([1.0]), np.array([[0.0, 1.0]]), np.array([1.0, 0.0]), alpha=np.array([0]))
+    sol = solve_fro(ds)
+    lam = sol.multipliers.copy()
+    lam[0, 1] = lam[0, 2] = 0.5 * (lam[0, 1] + lam[0, 2])  # both duplicates in the starting set
+    c = certify_fro(ds, sol=dataclasses.replace(sol, multipliers=lam))
+    assert c["verified"] and c["repairs"] >= 1
+    assert c["W"] == [["0", "1/2"], ["0", "-1/2"]]

@@ -41,6 +41,8 @@ from typing import Any
 
 ORIGINS = ("paper", "reconstructed", "derived", "empirical", "expected-false")
 KINDS = ("universal", "empirical")
+EXPECTATIONS = ("true", "false", "inconclusive")
+HOW = ("float64", "high precision", "exact", "rigorous")  # how an example was decided
 
 
 @dataclass
@@ -50,7 +52,12 @@ class Outcome:
     ``ok``: the conclusion held; ``margin``: distance from failing (>= 0 iff ok, by convention);
     ``detail``: numbers for the report (JSON-serialisable); ``runs``: for empirical claims, one bool
     per run; ``inconclusive``: set to a reason when the case could not be decided (e.g. solver trouble,
-    GD not converged in budget) — such a case is neither a pass nor a failure.
+    GD not converged in budget) — such a case is neither a pass nor a failure; ``how``: how the outcome was
+    decided (one of :data:`HOW`; default ``"float64"`` for a conclusion, ``"high precision"`` for a confirmer;
+    set ``"exact"`` / ``"rigorous"`` when the decision rests on exact rationals or ball arithmetic).
+
+    A decided outcome must be consistent (:func:`outcome_error`): ``margin`` finite, ``margin >= 0`` when ``ok``
+    and ``margin <= 0`` when not (0 is the boundary: a strict inequality fails there with ``ok=False``).
     """
 
     ok: bool
@@ -58,6 +65,41 @@ class Outcome:
     detail: dict[str, Any] = field(default_factory=dict)
     runs: Any = None
     inconclusive: str | None = None
+    how: str | None = None
+
+
+def outcome_error(out: Any, *, empirical: bool = False) -> str | None:
+    """Why ``out`` is not a valid :class:`Outcome` (None when it is).
+
+    Decided universal outcomes need a real, finite ``margin`` on the side ``ok`` says (>= 0 when ok, <= 0 when
+    not); empirical ones a
+    ``runs`` array; ``how`` must be one of :data:`HOW`. An inconclusive outcome needs a non-empty reason."""
+    import math
+
+    import numpy as np
+
+    if not isinstance(out, Outcome):
+        return f"returned {type(out).__name__}, not an Outcome"
+    if out.how is not None and out.how not in HOW:
+        return f"Outcome.how must be one of {HOW}, got {out.how!r}"
+    if out.inconclusive is not None:
+        return None if str(out.inconclusive).strip() else "Outcome.inconclusive must be a non-empty reason"
+    if empirical:
+        return None if out.runs is not None else "empirical conclusion returned no runs"
+    if not isinstance(out.ok, (bool, np.bool_)):
+        return f"Outcome.ok must be a bool, got {type(out.ok).__name__}"
+    m = out.margin
+    try:
+        if isinstance(m, (bool, str, bytes, complex, np.complexfloating)):
+            raise TypeError
+        float(m)
+    except (TypeError, ValueError):
+        return f"Outcome.margin must be a real number, got {m!r}"
+    if not math.isfinite(float(m)):
+        return f"Outcome.margin must be finite, got {float(m)!r}"
+    if (bool(out.ok) and float(m) < 0) or (not out.ok and float(m) > 0):
+        return f"Outcome.ok={bool(out.ok)} disagrees with margin={float(m):.6g} (ok must mean margin >= 0)"
+    return None
 
 
 @dataclass
@@ -80,10 +122,11 @@ class Claim:
     module: str | None = None  # file it was discovered in
     notes: str = ""
     # A settled finding pinned in the claim file (like a strict xfail): ``finding`` says what the checker
-    # established, with the evidence's location; ``expect`` ("true"|"false") then overrides the expectation
-    # derived from ``origin``. If the verdict ever changes, ``attsvm check`` exits 1 and flags it.
+    # established, with the evidence's location; ``expect`` ("true"|"false"|"inconclusive") then overrides the
+    # expectation derived from ``origin``. If the verdict ever changes, ``attsvm check`` exits 1 and flags it.
     expect: str | None = None
     finding: str = ""
+    ci_examples: int | None = None  # examples (universal) or runs (empirical) of the CI run (tests, --budget ci)
 
     def __post_init__(self) -> None:
         if self.origin not in ORIGINS:
@@ -92,8 +135,10 @@ class Claim:
             raise ValueError(f"claim {self.id}: kind must be one of {KINDS}")
         if self.kind == "empirical" and self.rate is None:
             raise ValueError(f"claim {self.id}: empirical claims need a rate")
-        if self.expect not in (None, "true", "false"):
-            raise ValueError(f"claim {self.id}: expect must be 'true' or 'false'")
+        if self.expect is not None and self.expect not in EXPECTATIONS:
+            raise ValueError(f"claim {self.id}: expect must be one of {EXPECTATIONS}")
+        if self.ci_examples is not None and not (isinstance(self.ci_examples, int) and self.ci_examples >= 1):
+            raise ValueError(f"claim {self.id}: ci_examples must be a positive int")
         if self.expect is not None and not self.finding:
             raise ValueError(f"claim {self.id}: an overridden expectation needs its finding")
 
@@ -104,7 +149,8 @@ class Claim:
 
     @property
     def expected(self) -> str:
-        """``"false"`` for expected-false controls and pinned refutations (``expect``), else ``"true"``."""
+        """``"false"`` for expected-false controls and pinned refutations, ``"inconclusive"`` when pinned so
+        (``expect``), else ``"true"``."""
         if self.expect is not None:
             return self.expect
         return "false" if self.origin == "expected-false" else "true"
@@ -134,6 +180,7 @@ def claim(
     seconds: float | None = None,
     expect: str | None = None,
     finding: str = "",
+    ci_examples: int | None = None,
 ) -> Callable[[Callable[[Any], Outcome]], Claim]:
     """Decorator turning a conclusion function into a :class:`Claim` (see module docstring)."""
 
@@ -153,6 +200,7 @@ def claim(
             seconds=seconds,
             expect=expect,
             finding=finding,
+            ci_examples=ci_examples,
             module=fn.__module__,
             notes=notes or (fn.__doc__ or "").strip(),
         )

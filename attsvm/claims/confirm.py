@@ -2,17 +2,18 @@ r"""Confirmation: re-evaluate a float64 failure at high precision before calling
 
 THEORY §5: *a failing float64 check is not yet a counterexample.* The claim's ``confirm`` function
 receives a replaying copy of the failing case (its draws return the recorded values) and the float64
-:class:`~attsvm.claims.api.Outcome`, and recomputes the failing quantity in mpmath (≥ 50 digits) or
-exact rationals. Decision:
+:class:`~attsvm.claims.api.Outcome`, and recomputes the failing quantity in mpmath (≥ 50 digits), exact
+rationals or ball arithmetic. Decision (:class:`Confirmation` ``.status``):
 
-==========================================  =================================================
-confirmer result                            verdict
-==========================================  =================================================
-``ok=False`` (failure survives)             ``refuted``, ``confirmed=True``
-``ok=True``                                 ``inconclusive: numerical`` (both values reported)
-``inconclusive=reason`` or it raised        ``inconclusive: unconfirmed (reason)``
-no confirmer                                ``inconclusive: unconfirmed``
-==========================================  =================================================
+==================================================  ============================================================
+confirmer result                                    status
+==================================================  ============================================================
+a valid ``Outcome`` with ``ok=False``               ``confirmed``: the failure survives (a counterexample)
+a valid ``Outcome`` with ``ok=True``                ``cleared``: a rounding artefact; the example counts as
+                                                    decided at high precision and the search goes on
+no confirmer, it raised, returned no ``Outcome``,   ``unconfirmed``: a float64 failure nobody cleared — never
+an invalid one, or an inconclusive one              a pass (verdict ``inconclusive: unconfirmed failure``)
+==================================================  ============================================================
 """
 
 from __future__ import annotations
@@ -21,18 +22,25 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
-from .api import Claim, Outcome
+from .api import Claim, Outcome, outcome_error
+
+STATUSES = ("confirmed", "cleared", "unconfirmed")
 
 
 @dataclass
 class Confirmation:
-    verdict: str
+    status: str  # one of STATUSES
     reason: str
-    confirmed: bool
     outcome: Outcome | None
+    how: str = "high precision"
+
+    @property
+    def confirmed(self) -> bool:
+        return self.status == "confirmed"
 
 
-def _fmt(x: Any) -> str:
+def fmt(x: Any) -> str:
+    """A number for a reason line (6 significant digits), anything else as ``str``."""
     try:
         return f"{float(x):.6g}"
     except (TypeError, ValueError):
@@ -40,22 +48,24 @@ def _fmt(x: Any) -> str:
 
 
 def confirm(claim: Claim, case: Any, outcome: Outcome) -> Confirmation:
-    """Run ``claim``'s confirmer on the failing ``case`` and decide refuted vs inconclusive."""
+    """Run ``claim``'s confirmer on the failing ``case`` (replayed) and classify the result."""
+    f64 = f"float64 margin {fmt(outcome.margin)}"
     if claim.confirmer is None:
-        return Confirmation(
-            "inconclusive", f"unconfirmed: no confirmer (float64 margin {_fmt(outcome.margin)})", False, None
-        )
+        return Confirmation("unconfirmed", f"no confirmer ({f64})", None)
     replay = case.replayed() if hasattr(case, "replayed") else case
     try:
         c = claim.confirmer(replay, outcome)
-    except Exception as exc:  # a confirmer that cannot decide must not refute
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:  # a confirmer that cannot decide must not refute, nor clear
         msg = traceback.format_exception_only(type(exc), exc)[-1].strip()
-        return Confirmation("inconclusive", f"unconfirmed: confirmer raised {msg}", False, None)
-    if not isinstance(c, Outcome):
-        return Confirmation("inconclusive", "unconfirmed: confirmer did not return an Outcome", False, None)
+        return Confirmation("unconfirmed", f"confirmer raised {msg} ({f64})", None)
+    bad = outcome_error(c)
+    if bad is not None:
+        return Confirmation("unconfirmed", f"confirmer {bad} ({f64})", c if isinstance(c, Outcome) else None)
+    how = c.how or "high precision"
     if c.inconclusive:
-        return Confirmation("inconclusive", f"unconfirmed: {c.inconclusive}", False, c)
+        return Confirmation("unconfirmed", f"confirmer inconclusive: {c.inconclusive} ({f64})", c, how)
     if c.ok:
-        reason = f"numerical: float64 margin {_fmt(outcome.margin)}, high precision margin {_fmt(c.margin)}"
-        return Confirmation("inconclusive", reason, False, c)
-    return Confirmation("refuted", f"confirmed: high precision margin {_fmt(c.margin)}", True, c)
+        return Confirmation("cleared", f"{f64} cleared: {how} margin {fmt(c.margin)}", c, how)
+    return Confirmation("confirmed", f"confirmed: {how} margin {fmt(c.margin)}", c, how)

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .api import Claim, Outcome
+from .api import Claim, Outcome, outcome_error
 from .case import Case
 
 
@@ -42,17 +42,16 @@ def run_sweep(claim: Claim, *, runs: int, seed: int = 0, budget: float = 1.0, de
     from .. import strategies as strategies_mod
     from .search import error_line
 
-    name, params, _ = strategies_mod.split_hypotheses(claim.hypotheses)
+    name, params = strategies_mod.split_hypotheses(claim.hypotheses)
     batch = strategies_mod.batch(name, runs, seed=seed, **params) if name is not None else None
     case = Case(batch=batch, hypotheses=claim.case_hypotheses, seed=seed, device=device, budget=budget)
     try:
         out = claim.conclusion(case)
     except Exception as exc:
         return SweepResult(runs, 0, 0, None, case, None, error=error_line(exc))
-    if not isinstance(out, Outcome):
-        return SweepResult(runs, 0, 0, None, case, None, error=f"conclusion returned {type(out).__name__}")
-    if out.runs is None:
-        return SweepResult(runs, 0, 0, out, case, None, error="empirical conclusion returned no runs")
+    bad = outcome_error(out, empirical=True)
+    if bad is not None:
+        return SweepResult(runs, 0, 0, None, case, None, error=f"conclusion {bad}")
     ok, decided = decided_runs(out.runs)
     fail = np.nonzero(decided & ~ok)[0]
     return SweepResult(len(ok), int(ok.sum()), int(decided.sum()), out, case, int(fail[0]) if fail.size else None)

@@ -18,7 +18,28 @@ import numpy as np
 from ..serial import tex_escape
 from .verdict import ClaimResult, jsonable
 
-COLUMNS = ("id", "origin", "verdict", "examples", "worst margin", "seconds")
+COLUMNS = ("id", "origin", "verdict", "examples", "decided", "worst margin", "seconds")
+_SHORT = {"float64": "f64", "high precision": "hp", "exact": "exact", "rigorous": "ball"}
+
+
+def decided_cell(r: ClaimResult) -> str:
+    """How many examples (runs) were decided, and how: ``"97 f64 + 3 hp"`` (f64: float64 with its margin,
+    hp: a float64 failure cleared at high precision, exact: exact rationals, ball: ball arithmetic)."""
+    parts = [f"{v} {_SHORT.get(k, k)}" for k, v in r.decided.items() if v]
+    return " + ".join(parts) or "0"
+
+
+def verdict_cell(r: ClaimResult) -> str:
+    v = r.verdict
+    if r.unconfirmed:
+        v += ": unconfirmed failure"
+    elif r.confirmed:
+        v += f", confirmed ({r.confirmed_how or 'high precision'})"
+    if not r.matches:
+        v += " (!)"
+    elif r.finding:
+        v += " (pinned)"
+    return v
 
 
 def _margin(x: float | None) -> str:
@@ -34,8 +55,9 @@ def rows(results: list[ClaimResult]) -> list[list[str]]:
         [
             r.id,
             r.origin,
-            r.verdict + ("" if r.matches else " (!)") + (" (pinned)" if r.finding and r.matches else ""),
+            verdict_cell(r),
             str(r.examples),
+            decided_cell(r),
             _margin(r.worst_margin),
             f"{r.seconds:.1f}",
         ]
@@ -56,10 +78,14 @@ def table(results: list[ClaimResult]) -> str:
     """The terminal table (plain text, aligned columns) and a summary line."""
     body = rows(results)
     w = [max(len(COLUMNS[j]), *(len(r[j]) for r in body)) if body else len(COLUMNS[j]) for j in range(len(COLUMNS))]
-    fmt = lambda cells: "  ".join(c.rjust(w[j]) if j >= 3 else c.ljust(w[j]) for j, c in enumerate(cells))  # noqa: E731
+    right = {3, 5, 6}
+    fmt = lambda cells: "  ".join(c.rjust(w[j]) if j in right else c.ljust(w[j]) for j, c in enumerate(cells))  # noqa: E731
     lines = [fmt(COLUMNS), fmt(["-" * x for x in w])] + [fmt(r) for r in body]
     lines.append("")
     lines.append(summary(results))
+    for r in results:
+        if not r.matches:
+            lines.append(f"  {r.id}: {r.mismatch} ({r.reason})")
     for r in results:
         if r.counterexample:
             cmd = _commands(r).get("replay") or _commands(r).get("rerun")
@@ -73,6 +99,7 @@ def to_json(results: list[ClaimResult], **meta: Any) -> dict[str, Any]:
         "claims": [r.to_json() for r in results],
         "summary": {
             "total": len(results),
+            "mismatches": [r.id for r in results if not r.matches],
             "verified": sum(r.verdict == "verified" for r in results),
             "refuted": sum(r.verdict == "refuted" for r in results),
             "inconclusive": sum(r.verdict == "inconclusive" for r in results),
@@ -135,9 +162,10 @@ def markdown(results: list[ClaimResult], title: str = "attsvm check") -> str:
         cells = [f"`{cells[0]}`", *cells[1:]]
         md.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " | " + r.reason.replace("|", "\\|") + " |")
     for r in results:
-        if r.verdict != "refuted":
+        if r.verdict != "refuted" and not r.unconfirmed:
             continue
-        md += ["", f"## `{r.id}` refuted — {r.title}", ""]
+        what = "refuted" if r.verdict == "refuted" else "unconfirmed failure"
+        md += ["", f"## `{r.id}` {what} — {r.title}", ""]
         md.append(f"Origin: {r.origin}; expected: {r.expected}; confirmed at high precision: {r.confirmed}.")
         md.append(f"Reason: {r.reason}.")
         if r.finding:
@@ -164,7 +192,7 @@ def latex(results: list[ClaimResult], standalone: bool = True) -> str:
     t = []
     if standalone:
         t += [r"\documentclass{article}", r"\usepackage[margin=2cm]{geometry}", r"\begin{document}", ""]
-    t += [r"\section*{attsvm check}", tex_escape(summary(results)), "", r"\begin{tabular}{llllrr}", r"\hline"]
+    t += [r"\section*{attsvm check}", tex_escape(summary(results)), "", r"\begin{tabular}{lllrlrr}", r"\hline"]
     t.append(" & ".join(tex_escape(c) for c in COLUMNS) + r" \\")
     t.append(r"\hline")
     for cells in rows(results):

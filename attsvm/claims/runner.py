@@ -4,11 +4,16 @@ r"""The check job: run claims in dependency order, each within its budget, and d
 positive number; ``ATTSVM_CHECK_BUDGET`` sets it when the CLI does not. A universal claim runs
 $\max(5,\mathrm{round}(b\cdot E))$ Hypothesis examples ($E$ = the claim's ``examples``, default 100) but stops
 searching $b\cdot S$ seconds after its first example ($S$ = the claim's ``seconds``, default 15; shrinking
-gets another $\max(10, S)$ seconds) and reports how many examples it actually ran; fewer than 3 decided
-examples is ``inconclusive`` (too few examples), not ``verified``. An empirical claim runs
+gets another $\max(10, S)$ seconds) and reports how many examples it actually ran. An empirical claim runs
 $\max(8,\mathrm{round}(b\cdot E))$ runs ($E$ default 50) in one batched sweep; its "worst margin" is the
-observed success rate minus the required rate. ``examples=N`` (CLI
-``--examples N``) fixes the count and lifts the time cap.
+observed success rate minus the required rate. ``examples=N`` (CLI ``--examples N``) fixes the count and lifts
+the time cap. At the ``ci`` budget a claim's own ``ci_examples`` (when set) is the count.
+
+**Evidence.** Always (not only after a timeout): fewer than :data:`MIN_DECIDED` decided examples (runs), or
+more than :data:`MAX_UNDECIDED_FRACTION` of them undecidable, is ``inconclusive``, never ``verified`` (one
+decided example suffices when Hypothesis tried every distinct case, e.g. a claim that draws nothing). The
+result records how each example was decided (``float64``, ``high precision`` — a float64 failure cleared by the
+confirmer —, ``exact``, ``rigorous``).
 
 Entry points: :func:`run_claim` (one claim → :class:`~attsvm.claims.verdict.ClaimResult`), :func:`check`
 (many claims, progress, counterexample files) and :func:`replay` (re-evaluate a saved counterexample).
@@ -26,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from .api import Claim, Outcome
+from .api import Claim, Outcome, outcome_error
 from .case import Case
 from .confirm import confirm
 from .verdict import ClaimResult, rate_verdict
@@ -34,8 +39,8 @@ from .verdict import ClaimResult, rate_verdict
 BUDGETS = {"ci": 0.2, "default": 1.0, "thorough": 5.0}
 DEFAULT_EXAMPLES = {"universal": 100, "empirical": 50}
 DEFAULT_SECONDS = 15.0
-INCONCLUSIVE_FRACTION = 0.5  # more undecidable cases than this -> inconclusive verdict
-MIN_DECIDED = 3  # fewer decided examples than this (time budget) -> inconclusive, not verified
+MAX_UNDECIDED_FRACTION = 0.25  # more undecidable examples than this fraction -> inconclusive verdict
+MIN_DECIDED = 3  # fewer decided examples (runs) than this -> inconclusive, never verified
 
 
 def resolve_budget(budget: str | float | None = None) -> float:
@@ -60,13 +65,51 @@ def validate(claim: Claim) -> None:
     from .. import strategies as strategies_mod
 
     try:
-        name, params, _ = strategies_mod.split_hypotheses(claim.hypotheses)
-        if name is not None:
-            strategies_mod.for_hypotheses(claim.hypotheses)
+        strategies_mod.split_hypotheses(claim.hypotheses)
     except InputError as exc:
         raise InputError(f"claim {claim.id} ({claim.module}): {exc}") from exc
     if claim.kind == "empirical" and not 0 < float(claim.rate) <= 1:
         raise InputError(f"claim {claim.id}: rate must lie in (0, 1], got {claim.rate}")
+
+
+def examples_for(claim: Claim, budget: str | float, examples: int | None = None) -> int | None:
+    """The fixed example count of a run: ``examples`` if given, else the claim's ``ci_examples`` at the ``ci``
+    budget (None: the budget-scaled count with its time cap)."""
+    if examples is not None:
+        return int(examples)
+    if claim.ci_examples is not None and resolve_budget(budget) == BUDGETS["ci"]:
+        return int(claim.ci_examples)
+    return None
+
+
+def _evidence(decided: int, undecided: int, what: str, reasons: Any = None, exhausted: bool = False) -> str | None:
+    """The reason a result without failures is not ``verified`` (None when the evidence suffices). When the
+    search space was ``exhausted`` (every distinct case was tried) one decided example is enough."""
+    total = decided + undecided
+    if total == 0:
+        return f"no {what} ran (time budget too small)"
+    if decided < (1 if exhausted else MIN_DECIDED):
+        return f"too few decided {what}: {decided} (need {MIN_DECIDED})"
+    if undecided > MAX_UNDECIDED_FRACTION * total:
+        top = f" (e.g. {reasons.most_common(1)[0][0]})" if reasons else ""
+        return f"undecidable cases: {undecided}/{total} {what} undecidable{top}, more than {MAX_UNDECIDED_FRACTION:.0%}"
+    return None
+
+
+def decided_text(decided: dict[str, int]) -> str:
+    """``"97 float64 + 3 high precision"``."""
+    return " + ".join(f"{v} {k}" for k, v in decided.items() if v) or "0"
+
+
+def _apply(res: ClaimResult, c: Any) -> None:
+    """Set ``res``'s verdict from the :class:`~.confirm.Confirmation` of its failing case."""
+    res.confirm_outcome = c.outcome
+    if c.confirmed:
+        res.verdict, res.confirmed, res.confirmed_how, res.reason = "refuted", True, c.how, c.reason
+    elif c.status == "cleared":
+        res.verdict, res.reason = "inconclusive", f"failure cleared: {c.reason}"
+    else:
+        res.verdict, res.unconfirmed, res.reason = "inconclusive", True, f"unconfirmed failure: {c.reason}"
 
 
 def _base(claim: Claim, **kw: Any) -> ClaimResult:
@@ -93,17 +136,21 @@ def run_claim(
     seconds: float | None = None,
     out: str | os.PathLike | None = None,
     on_example: Callable[[Any], None] | None = None,
+    allow_inconclusive: bool = False,
 ) -> ClaimResult:
     """Check one claim; return its :class:`ClaimResult` (saving a failing case under ``out`` if given)."""
     b = resolve_budget(budget)
     validate(claim)
+    examples = examples_for(claim, b, examples)
     t0 = time.perf_counter()
     if claim.kind == "empirical":
         res = _run_empirical(claim, examples, seed, b, device)
     else:
         res = _run_universal(claim, examples, seed, b, device, seconds, on_example)
     res.seconds = time.perf_counter() - t0
-    if out is not None and res.case is not None and res.outcome is not None and res.verdict != "verified":
+    res.allow_inconclusive = bool(allow_inconclusive)
+    failing = res.outcome is not None or res.error is not None  # a failure, or the case the claim broke on
+    if out is not None and res.case is not None and failing and res.verdict != "verified":
         from .counterexample import save
 
         path = save(res, out)
@@ -127,33 +174,35 @@ def _run_universal(claim, examples, seed, b, device, seconds, on_example) -> Cla
     )
     res = _base(claim, seed=seed, budget=b, examples=sr.examples, worst_margin=sr.worst_margin)
     res.inconclusive_cases = sr.inconclusive
-    res.detail = {"shrink_calls": sr.shrink_calls, "failures": sr.failures, "timed_out": sr.timed_out}
-    if sr.minimal is not None:
-        case, outcome = sr.minimal
-        res.case, res.outcome = case, outcome
-        c = confirm(claim, case, outcome)
-        res.verdict, res.reason, res.confirmed, res.confirm_outcome = c.verdict, c.reason, c.confirmed, c.outcome
-        return res
+    res.decided = dict(sr.decided)
+    res.detail = {
+        "shrink_calls": sr.shrink_calls,
+        "failures": sr.failures,
+        "cleared": sr.cleared,
+        "timed_out": sr.timed_out,
+    }
     if sr.error is not None:
         res.error = sr.error
         res.reason = f"error: {sr.error}"
         res.case = sr.error_case
         return res
-    decided = sr.examples - sr.inconclusive
-    if sr.examples == 0:
-        res.reason = "no examples ran (time budget too small)"
-    elif sr.timed_out and decided < min(MIN_DECIDED, n):
-        res.reason = f"too few examples: {decided} decided in the time budget (need {min(MIN_DECIDED, n)})"
-    elif sr.inconclusive > INCONCLUSIVE_FRACTION * sr.examples:
-        top = sr.inconclusive_reasons.most_common(1)[0][0] if sr.inconclusive_reasons else "?"
-        res.reason = f"inconclusive cases: {sr.inconclusive}/{sr.examples} undecidable (e.g. {top})"
-    else:
-        res.verdict = "verified"
-        res.reason = f"no failure in {decided} decided examples"
-        if sr.inconclusive:
-            res.reason += f" ({sr.inconclusive} undecidable)"
-        if sr.timed_out:
-            res.reason += " (time budget reached)"
+    if sr.minimal is not None:
+        res.case, res.outcome = sr.minimal
+        _apply(res, sr.confirmation)
+        return res
+    decided = sum(sr.decided.values())
+    lacking = _evidence(decided, sr.inconclusive, "examples", sr.inconclusive_reasons, sr.exhausted)
+    if lacking is not None:
+        res.reason = lacking
+        return res
+    res.verdict = "verified"
+    res.reason = f"no failure in {decided} decided examples ({decided_text(sr.decided)})"
+    if sr.inconclusive:
+        res.reason += f", {sr.inconclusive} undecidable"
+    if sr.timed_out:
+        res.reason += " (time budget reached)"
+    if sr.exhausted:
+        res.reason += " (every distinct case tried)"
     return res
 
 
@@ -171,7 +220,11 @@ def _run_empirical(claim, examples, seed, b, device) -> ClaimResult:
     if out.inconclusive:
         res.reason = f"inconclusive: {out.inconclusive}"
         return res
+    res.decided = {out.how or "float64": sw.decided}
     verdict, reason, lo, hi = rate_verdict(sw.successes, sw.decided, float(claim.rate))
+    lacking = _evidence(sw.decided, sw.runs - sw.decided, "runs")
+    if lacking is not None and verdict == "verified":
+        verdict, reason = "inconclusive", f"{lacking}; {reason}"
     res.rate = {"successes": sw.successes, "decided": sw.decided, "runs": sw.runs, "lo": lo, "hi": hi}
     res.rate["required"] = claim.rate
     res.worst_margin = (sw.successes / sw.decided - float(claim.rate)) if sw.decided else None  # observed - required
@@ -181,15 +234,17 @@ def _run_empirical(claim, examples, seed, b, device) -> ClaimResult:
     if sw.failing_index is not None:
         res.case = failing_case(sw)
         res.outcome = Outcome(ok=False, margin=out.margin, detail={"run": sw.failing_index, **(out.detail or {})})
-    if verdict == "refuted" and claim.confirmer is not None:
+    if verdict == "refuted":  # the rate is below the requirement: its failing run must be confirmed too
         c = confirm(claim, res.case, res.outcome)
         res.confirm_outcome = c.outcome
-        if c.verdict == "refuted":
-            res.confirmed = True
+        if c.confirmed:
+            res.confirmed, res.confirmed_how = True, c.how
             res.reason += f"; run {sw.failing_index} {c.reason}"
         else:
             res.verdict = "inconclusive"
-            res.reason += f"; run {sw.failing_index} not confirmed ({c.reason})"
+            res.unconfirmed = c.status == "unconfirmed"
+            what = "unconfirmed failure" if res.unconfirmed else "failure cleared"
+            res.reason += f"; {what}: run {sw.failing_index} {c.reason}"
     return res
 
 
@@ -262,6 +317,7 @@ def check(
     out: str | os.PathLike | None = "attsvm-counterexamples",
     seconds: float | None = None,
     progress: Progress | None = None,
+    allow_inconclusive: bool = False,
 ) -> list[ClaimResult]:
     """Run ``claims`` (dependency order); save failing cases under ``out``; report progress."""
     from .discover import dependency_order
@@ -286,6 +342,7 @@ def check(
                 seconds=seconds,
                 out=out,
                 on_example=progress.example if progress is not None else None,
+                allow_inconclusive=allow_inconclusive,
             )
             done = {x.id: x for x in results}
             broken = [d for d in c.depends if d in done and done[d].verdict == "refuted" and done[d].expected == "true"]
@@ -317,8 +374,7 @@ def replay(claim: Claim, npz: str | os.PathLike, *, device: str = "cpu") -> Clai
         case = Case(data=ds, hypotheses=claim.case_hypotheses, seed=seed, device=device, budget=b, replay=draws)
         out = Outcome(ok=False, margin=(info.get("outcome") or {}).get("margin") or 0.0, detail={"replayed": True})
         res.case, res.outcome = case, out
-        c = confirm(claim, case, out)
-        res.verdict, res.reason, res.confirmed, res.confirm_outcome = c.verdict, c.reason, c.confirmed, c.outcome
+        _apply(res, confirm(claim, case, out))
     else:
         case = Case(
             data=ds,
@@ -330,7 +386,12 @@ def replay(claim: Claim, npz: str | os.PathLike, *, device: str = "cpu") -> Clai
             replay=draws,
         )
         out = claim.conclusion(case)
-        res.worst_margin = float(out.margin) if out.margin is not None else None
+        bad = outcome_error(out)
+        if bad is not None:
+            res.error, res.reason = f"conclusion {bad}", f"error: conclusion {bad}"
+            res.seconds = time.perf_counter() - t0
+            return res
+        res.worst_margin = float(out.margin)
         res.case, res.outcome = case, out
         if out.inconclusive:
             res.reason = f"inconclusive: {out.inconclusive}"
@@ -338,8 +399,7 @@ def replay(claim: Claim, npz: str | os.PathLike, *, device: str = "cpu") -> Clai
             res.verdict = "verified"
             res.reason = "the saved case passes now"
         else:
-            c = confirm(claim, case, out)
-            res.verdict, res.reason, res.confirmed, res.confirm_outcome = c.verdict, c.reason, c.confirmed, c.outcome
+            _apply(res, confirm(claim, case, out))
     res.seconds = time.perf_counter() - t0
     res.counterexample = str(Path(npz))
     return res

@@ -15,11 +15,17 @@ For a claim with conclusion $c$ and data strategy $S$ (selected by its hypothese
 
 within a time budget: once the search seconds (or, after the first failure, the shrink seconds) are
 spent, the next call aborts the Hypothesis run (a ``BaseException``; Hypothesis may re-raise it as
-"inconsistent data generation", which is then ignored). Every failing case is recorded;
-the minimal one (smallest $(n,T,d)$, then the simplest numbers) is kept for confirmation. Cases whose
-outcome is ``inconclusive`` (or whose solver raised :class:`~attsvm.errors.SolverError`) count as
-neither pass nor failure; any other exception in the claim code stops the search with an ``error``
-(a claim error is a bug to report, not a counterexample).
+"inconsistent data generation", which is then ignored).
+
+**Confirmation during the search.** A float64 failure is confirmed at once (:func:`~.confirm.confirm`). A
+*cleared* failure (a rounding artefact) counts as an example decided at high precision and the search goes
+on; a *confirmed* or *unconfirmed* failure is shrunk. After shrinking, the smallest failing cases (smallest
+$(n,T,d)$, then the simplest numbers) are confirmed in order and the smallest confirmed one is kept; if none
+is confirmed the smallest failing case is kept as an *unconfirmed failure*. Every outcome is validated
+(:func:`~.api.outcome_error`): an invalid one is an error in the claim. Cases whose outcome is
+``inconclusive`` (or whose solver raised :class:`~attsvm.errors.SolverError`) count as neither pass nor
+failure; any other exception in the claim code stops the search with an ``error`` (a claim error is a bug to
+report, not a counterexample).
 """
 
 from __future__ import annotations
@@ -34,8 +40,9 @@ from typing import Any
 
 import numpy as np
 
-from .api import Claim, Outcome
+from .api import Claim, Outcome, outcome_error
 from .case import Case, ReplayError
+from .confirm import Confirmation, confirm
 
 
 class _Failed(Exception):
@@ -47,18 +54,25 @@ class _OutOfTime(BaseException):
     treat it as a test failure; returning early instead would make its data generation inconsistent)."""
 
 
+SHRUNK_TO_CONFIRM = 4  # after shrinking, confirm at most this many of the smallest failing cases
+
+
 @dataclass
 class SearchResult:
-    examples: int = 0  # cases evaluated before the first failure (inclusive)
+    examples: int = 0  # cases evaluated while searching (before the first kept failure, inclusive)
     shrink_calls: int = 0
     worst_margin: float | None = None
     inconclusive: int = 0
     inconclusive_reasons: Counter = field(default_factory=Counter)
+    decided: Counter = field(default_factory=Counter)  # how -> decided examples (float64, high precision, ...)
+    cleared: int = 0  # float64 failures cleared at high precision
     failures: int = 0
     minimal: tuple[Case, Outcome] | None = None
+    confirmation: Confirmation | None = None  # of ``minimal``
     error: str | None = None
     error_case: Case | None = None
     timed_out: bool = False
+    exhausted: bool = False  # Hypothesis stopped early, every distinct case tried (e.g. a claim without draws)
 
 
 def complexity(case: Case) -> tuple:
@@ -143,9 +157,15 @@ def run_search(
     res = SearchResult()
     # the clock starts after the first example (which pays for imports: torch, sympy, cvxpy)
     clock = {"deadline": math.inf}
-    shrink_state = {"deadline": math.inf, "best_key": None}
+    shrink_state = {"deadline": math.inf}
     counter = {"i": 0}
     aborted = {"yes": False}
+    shrunk: list[tuple[tuple, int, Case, Outcome]] = []  # failing cases met while shrinking
+
+    def stop_with_error(msg: str, case: Case) -> None:
+        res.error, res.error_case = msg, case
+        aborted["yes"] = True
+        raise _OutOfTime from None
 
     def test(data) -> None:
         now = time.perf_counter()
@@ -176,15 +196,10 @@ def run_search(
         except BaseException as exc:
             if _is_hypothesis_control(exc) or isinstance(exc, KeyboardInterrupt):
                 raise
-            res.error = error_line(exc)
-            res.error_case = case
-            aborted["yes"] = True
-            raise _OutOfTime from None
-        if not isinstance(out, Outcome):
-            res.error = f"conclusion returned {type(out).__name__}, expected Outcome"
-            res.error_case = case
-            aborted["yes"] = True
-            raise _OutOfTime
+            stop_with_error(error_line(exc), case)
+        bad = outcome_error(out)
+        if bad is not None:
+            stop_with_error(f"conclusion {bad}", case)
         if searching:
             res.examples += 1
             if res.examples == 1 and seconds is not None:
@@ -198,24 +213,26 @@ def run_search(
                 res.inconclusive += 1
                 res.inconclusive_reasons[str(out.inconclusive)] += 1
             return
-        m = float(out.margin) if out.margin is not None else math.nan
-        if not math.isnan(m):
-            if searching and (res.worst_margin is None or m < res.worst_margin):
-                res.worst_margin = m
-            target(-m if math.isfinite(m) else (-1e300 if m > 0 else 1e300), label="-margin")
-        if not out.ok:
-            res.failures += 1
-            key = complexity(case)
-            if shrink_state["best_key"] is None or key <= shrink_state["best_key"]:
-                shrink_state["best_key"] = key
-                res.minimal = (case, out)
-                if res.worst_margin is None or (not math.isnan(m) and m < res.worst_margin):
-                    res.worst_margin = m
-            if shrink_state["deadline"] == math.inf:
-                shrink_state["deadline"] = time.perf_counter() + (
-                    math.inf if shrink_seconds is None else shrink_seconds
-                )
-            raise _Failed(claim.id)
+        m = float(out.margin)
+        if searching and (res.worst_margin is None or m < res.worst_margin):
+            res.worst_margin = m
+        target(-m, label="-margin")
+        if out.ok:
+            if searching:
+                res.decided[out.how or "float64"] += 1
+            return
+        res.failures += 1
+        if searching:
+            c = confirm(claim, case, out)
+            if c.status == "cleared":
+                res.cleared += 1
+                res.decided[c.how] += 1
+                return
+            res.minimal, res.confirmation = (case, out), c
+            shrink_state["deadline"] = time.perf_counter() + (math.inf if shrink_seconds is None else shrink_seconds)
+        else:
+            shrunk.append((complexity(case), len(shrunk), case, out))
+        raise _Failed(claim.id)
 
     wrapped = settings(
         max_examples=max(1, int(examples)),
@@ -238,4 +255,24 @@ def run_search(
         # our own abort, not the claim's; anything else (a nondeterministic claim, ...) is an error.
         if not aborted["yes"] and res.minimal is None and res.error is None:
             res.error = "".join(traceback.format_exception_only(type(exc), exc)).strip().splitlines()[-1]
+    if res.minimal is not None and shrunk:
+        _keep_smallest_confirmed(claim, res, shrunk)
+    res.exhausted = res.minimal is None and res.error is None and not res.timed_out and res.examples < int(examples)
     return res
+
+
+def _keep_smallest_confirmed(claim: Claim, res: SearchResult, shrunk: list) -> None:
+    """Replace ``res.minimal`` by the smallest shrunk failing case that is confirmed; when the search's own
+    failure was unconfirmed and no smaller one is confirmed, by the smallest unconfirmed one."""
+    first_key = complexity(res.minimal[0])
+    smaller = sorted((x for x in shrunk if x[0] < first_key), key=lambda x: (x[0], x[1]))
+    fallback = None
+    for _, _, case, out in smaller[:SHRUNK_TO_CONFIRM]:
+        c = confirm(claim, case, out)
+        if c.confirmed:
+            res.minimal, res.confirmation = (case, out), c
+            return
+        if c.status == "unconfirmed" and fallback is None:
+            fallback = (case, out), c
+    if fallback is not None and not res.confirmation.confirmed:
+        res.minimal, res.confirmation = fallback

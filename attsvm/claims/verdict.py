@@ -1,13 +1,20 @@
 r"""Verdicts: the result of checking one claim, and whether it matches the claim's expectation.
 
-``verified``: the search (or sweep) found no confirmed failure; ``refuted``: a failure that survived the
-high-precision re-evaluation (or an empirical rate whose Wilson upper bound lies below the required rate);
-``inconclusive``: anything else, with a ``reason`` (``numerical``: the float64 failure did not survive;
-``unconfirmed``: no confirmer; ``inconclusive cases``: too many undecidable cases; ``rate``: the interval
-straddles the threshold; ``error``: the claim code raised).
+``verified``: enough decided examples (or runs), none failing after confirmation; ``refuted``: a failure that
+survived the high-precision re-evaluation (or an empirical rate whose Wilson upper bound lies below the
+required rate, with a confirmed failing run); ``inconclusive``: anything else, with a ``reason``
+(``unconfirmed failure``: a float64 failure that nobody cleared; ``too few decided examples``; ``undecidable
+cases``: too large a fraction of undecidable cases; ``rate``: the interval straddles the threshold).
 
-A verdict *matches* when a true claim is not refuted (and did not error) and an expected-false claim is
-refuted; ``attsvm check`` exits 0 iff every verdict matches.
+**Exit policy** (:attr:`ClaimResult.matches`; ``attsvm check`` exits 0 iff every result matches):
+
+* an error in the claim code or an invalid ``Outcome`` never matches;
+* an unconfirmed failure never matches (not even with ``--allow-inconclusive``);
+* expected ``true``: only ``verified`` matches; expected ``false``: only a *confirmed* ``refuted``;
+* expected ``inconclusive`` (pinned in the claim file with its ``finding``, like a strict xfail): only
+  ``inconclusive`` matches — a pin that is now verified or refuted is stale and fails;
+* ``--allow-inconclusive`` (exploratory runs): an ``inconclusive`` verdict other than an unconfirmed failure
+  matches whatever the expectation.
 """
 
 from __future__ import annotations
@@ -48,15 +55,31 @@ class ClaimResult:
     confirm_outcome: Any = None  # the confirmer's Outcome
     detail: dict[str, Any] = field(default_factory=dict)
     finding: str = ""  # a settled finding pinned in the claim file (Claim.finding)
+    decided: dict[str, int] = field(default_factory=dict)  # how -> decided examples / runs
+    unconfirmed: bool = False  # a float64 failure that was not cleared at high precision
+    confirmed_how: str | None = None  # how the counterexample was confirmed (high precision, exact, ...)
+    allow_inconclusive: bool = False
 
     @property
     def matches(self) -> bool:
-        """True claims not refuted (and not erroring); expected-false claims refuted."""
+        """Whether the verdict is the expected one (the exit policy of the module docstring)."""
+        return self.mismatch is None
+
+    @property
+    def mismatch(self) -> str | None:
+        """Why the verdict does not match its expectation (None when it does)."""
         if self.error is not None:
-            return False
-        if self.expected == "false":
-            return self.verdict == "refuted"
-        return self.verdict != "refuted"
+            return f"error in the claim: {self.error}"
+        if self.unconfirmed:
+            return "a float64 failure was not cleared at high precision"
+        if self.verdict == "inconclusive" and self.allow_inconclusive:
+            return None
+        want = {"true": "verified", "false": "refuted", "inconclusive": "inconclusive"}[self.expected]
+        if self.verdict != want:
+            return f"expected {want}, got {self.verdict}"
+        if want == "refuted" and not self.confirmed:
+            return "refuted without a confirmed counterexample"
+        return None
 
     def to_json(self) -> dict[str, Any]:
         """The per-claim object of ``attsvm check --json``."""
@@ -76,6 +99,10 @@ class ClaimResult:
             "matches": self.matches,
             "seed": self.seed,
             "inconclusive_cases": int(self.inconclusive_cases),
+            "decided": {k: int(v) for k, v in self.decided.items()},
+            "unconfirmed_failure": bool(self.unconfirmed),
+            "confirmed_how": self.confirmed_how,
+            "mismatch": self.mismatch,
             "finding": self.finding or None,
         }
         if self.rate is not None:

@@ -7,8 +7,10 @@
                  [--out DIR] [--replay FILE.npz] [--list]
 
 PATH: claim files or folders (default: the built-in ``proofs/`` collection). Exit 0 when every verdict
-matches its expectation (true claims not refuted, expected-false claims refuted), 1 otherwise, 2 on bad
-input (unknown ``--only`` id, a path without claims, a claim file that fails to import).
+matches its expectation (the policy of :mod:`attsvm.claims.verdict`: true claims ``verified``, expected-false
+claims ``refuted`` with a confirmed counterexample, pinned ones ``inconclusive``; an unconfirmed float64
+failure, an error or an invalid ``Outcome`` in a claim never matches), 1 otherwise, 2 on bad input (unknown
+``--only`` id, a path without claims, a claim file that fails to import, hypotheses a strategy does not take).
 ``--json -`` writes the JSON report to stdout instead of the table.
 """
 
@@ -45,6 +47,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "--out", default="attsvm-counterexamples", metavar="DIR", help="counterexample folder (.npz + .json)"
     )
     p.add_argument("--replay", metavar="FILE", help="re-evaluate a saved counterexample (.npz) instead of searching")
+    p.add_argument(
+        "--allow-inconclusive",
+        action="store_true",
+        help="exploratory runs: an inconclusive verdict (other than an unconfirmed failure) does not fail the run",
+    )
     p.add_argument("--list", action="store_true", help="list the discovered claims and exit")
     return p
 
@@ -116,6 +123,7 @@ def run(args) -> int:
             out=args.out,
             seconds=args.seconds,
             progress=prog,
+            allow_inconclusive=args.allow_inconclusive,
         )
     meta = {"seed": args.seed, "budget": budget, "device": args.device}
     if args.json:

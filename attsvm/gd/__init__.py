@@ -11,6 +11,12 @@ Main entry point::
   ($\ell_q$ mirror descent); nonlinear heads; stop rules; trajectories.
 * :func:`cone_init`, :func:`initial_params` — initial points (:mod:`.init`).
 * :func:`regularization_path` / :class:`PathResult` — $\bar W_R\in\arg\min_{\|W\|\le R}\mathcal L$ (:mod:`.regpath`).
+* :func:`fit_power`, :func:`fit_log_rate` — rates of recorded trajectories (:mod:`.trajectory`).
+* stuck inputs and traps (:mod:`.trap`): :func:`trap_analysis`, :func:`trap_sets`, :func:`trap_sweep`,
+  :func:`trap_replay`.
+* :func:`ngd_reference`, :func:`gd_reference`, :func:`log_gradient` — a numpy reference stepper on $W$, the
+  engine's independent oracle in the tests (:mod:`.reference`).
+* the same runs at 50 digits: :func:`attsvm.highprec.replay`.
 * torch closed forms (:mod:`.model_torch`): :func:`grad_W_torch`, :func:`grad_KQ_torch`, :func:`grad_p_torch`,
   :func:`grad_vp_torch`, :func:`loss_W_torch`, :func:`loss_p_torch`, :func:`token_weights_logdomain`, ...
 """
@@ -37,8 +43,10 @@ from .model_torch import (
     token_weights_logdomain,
     token_weights_logdomain_pairwise,
 )
+from .reference import gd_reference, log_gradient, ngd_reference
 from .regpath import PathResult, regularization_path
-from .trajectory import SATURATED
+from .trajectory import SATURATED, fit_log_rate, fit_power
+from .trap import Trap, trap_analysis, trap_margin, trap_replay, trap_sets, trap_sweep
 
 __all__ = [
     "GDResult",
@@ -46,8 +54,12 @@ __all__ = [
     "SATURATED",
     "STOP_REASONS",
     "TorchData",
+    "Trap",
     "cone_init",
     "corr_t",
+    "fit_log_rate",
+    "fit_power",
+    "gd_reference",
     "grad_KQ_torch",
     "grad_W_torch",
     "grad_from_weights_W",
@@ -57,14 +69,21 @@ __all__ = [
     "head_outputs",
     "initial_params",
     "log_softmax_t",
+    "log_gradient",
     "logits_W",
     "logits_p",
     "loss_W_torch",
     "loss_p_torch",
     "loss_value_t",
+    "ngd_reference",
     "regularization_path",
     "run",
     "token_weights",
     "token_weights_logdomain",
     "token_weights_logdomain_pairwise",
+    "trap_analysis",
+    "trap_margin",
+    "trap_replay",
+    "trap_sets",
+    "trap_sweep",
 ]

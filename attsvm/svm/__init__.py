@@ -4,10 +4,12 @@ Public API (curated)::
 
     solve(ds, alpha=None, norm="fro", program="attsvm", q=None, certify=False, selected=None) -> SVMSolution
     solve_fro(ds, alpha=None, certify=False) -> SVMSolution          # Frobenius Att-SVM, one data set
+    wmm(ds, alpha=None) -> ndarray | None                            # just W^mm_alpha (None: infeasible)
     solve_fro_batch(ds_batch, alpha=None) -> FroBatch                # a batch (leading axis B)
     feasibility(ds, alpha=None) -> (bool, mu | None)                 # Farkas mu (N, T) when infeasible
     support_tokens(ds, W, alpha=None); is_locally_optimal(ds, alpha=None); neighbour_gap(ds, alpha=None)
     certify_fro(ds, alpha=None, sol=None) -> dict                    # exact / rigorous optimality proof
+    certify_prompt(ds, alpha=None) -> dict                           # exact p^mm_alpha (prompt SVM)
 
 ``solve`` dispatches on ``norm`` in {fro, nuc, lq} and ``program`` in {attsvm, gensvm, seq, causal,
 prompt, head, relaxed}. ``seq``/``causal`` are Att-SVM on the flat view (one row per query); the data set's
@@ -25,8 +27,9 @@ from ..data import Dataset
 from ..errors import InputError
 from .certificate import certify_fro
 from .farkas import feasibility
-from .frobenius import FroBatch, solve_fro, solve_fro_batch
+from .frobenius import FroBatch, solve_fro, solve_fro_batch, wmm
 from .neighbours import is_locally_optimal, neighbour_gap, support_tokens
+from .prompt import certify_prompt
 from .solution import SVMSolution
 
 NORMS = ("fro", "nuc", "lq")
@@ -38,6 +41,7 @@ __all__ = [
     "FroBatch",
     "SVMSolution",
     "certify_fro",
+    "certify_prompt",
     "feasibility",
     "is_locally_optimal",
     "neighbour_gap",
@@ -45,6 +49,7 @@ __all__ = [
     "solve_fro",
     "solve_fro_batch",
     "support_tokens",
+    "wmm",
 ]
 
 

@@ -265,7 +265,7 @@ def certify_fro(ds: Dataset, alpha: np.ndarray | None = None, sol: SVMSolution |
         try:
             mu = G.solve(fmpz_mat(S.size, 1, [1] * S.size))
         except ZeroDivisionError:
-            R, _ = G.rref()
+            R = G.rref()[0]  # python-flint: (rref, denominator, rank)
             rows = R.tolist()
             piv = []
             for row in rows:

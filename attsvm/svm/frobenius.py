@@ -482,6 +482,13 @@ def solve_fro(ds: Dataset, alpha: np.ndarray | None = None, certify: bool = Fals
     return sol
 
 
+def wmm(ds: Dataset, alpha: np.ndarray | None = None) -> np.ndarray | None:
+    r"""$W^{mm}_\alpha$ (d, d) of one data set by :func:`solve_fro` (KKT-checked), or ``None`` when Att-SVM($\alpha$)
+    is infeasible (Farkas-verified). For local optimality and $\delta_\alpha$ use the full :func:`solve_fro`."""
+    sol = solve_fro(ds, alpha)
+    return None if sol.status != "optimal" else np.asarray(sol.W)
+
+
 @dataclass
 class FroBatch:
     r"""Frobenius Att-SVM of a batch: ``W`` (B,d,d) (NaN where infeasible), ``objective`` (B,)

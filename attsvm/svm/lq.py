@@ -69,6 +69,9 @@ def solve_lq(ds: Dataset, q: float, alpha=None) -> SVMSolution:
     Wv = np.asarray(W.value)
     lam = np.maximum(np.asarray(con.dual_value, dtype=float).ravel(), 0.0)
     mg = cons.margins(Wv)
+    if 0 < mg.min() < 1:  # interior-point solutions are feasible only to ~1e-9: rescale onto the feasible set,
+        Wv = Wv / mg.min()  # so that the objective is the norm of a feasible point (an upper bound)
+        mg = cons.margins(Wv)
     obj = lq_norm(Wv, q)
     M = cons.combine(lam)
     qs = q / (q - 1.0)

@@ -99,6 +99,21 @@ def solve_prompt(ds: Dataset, alpha=None) -> SVMSolution:
     return _prompt_program(ds, a, np.ones(ds.n), "prompt", {})
 
 
+def certify_prompt(ds: Dataset, alpha=None) -> dict:
+    r"""Exact rational $p^{mm}_\alpha$: the prompt SVM is the Frobenius Att-SVM with the constant query $z_i=e_1$
+    ($\langle W,(x_{i\alpha_i}-x_{it})e_1^\top\rangle=(x_{i\alpha_i}-x_{it})^\top We_1$, and the minimum-norm $W$
+    is $[p^{mm}_\alpha,0,\dots,0]$), so :func:`attsvm.svm.certify_fro` proves it. Returns that certificate with
+    ``"p"``: the exact entries (``"p/q"`` strings; ``None`` unless ``verified``)."""
+    from .certificate import certify_fro
+
+    a = _check(ds, alpha)
+    Z = np.zeros((ds.n, ds.d))
+    Z[:, 0] = 1.0
+    cert = certify_fro(Dataset(ds.X, ds.Y, Z, ds.v), a)
+    W = cert.get("W")
+    return dict(cert, p=None if not cert.get("verified") or W is None else [row[0] for row in W])
+
+
 def solve_head(ds: Dataset, alpha=None) -> SVMSolution:
     r"""Head SVM $v^{mm}$ (in ``extra["v"]``) with support set $\mathcal S$ (``extra["S"]``, sorted input indices).
 

@@ -187,6 +187,7 @@ class DerivationSpec:
     claim: str | None
     fn: Callable[..., Any]
     source: str = ""
+    ci: dict[str, Any] = field(default_factory=dict)  # options of the CI run (smaller sweeps), on the spec
 
     def build(self, **options: Any) -> Derivation:
         d = Derivation(self.name, self.title, self.claim)
@@ -196,10 +197,13 @@ class DerivationSpec:
     __call__ = build
 
 
-def derivation(name: str, title: str, claim: str | None = None) -> Callable[[Callable[..., Any]], DerivationSpec]:
-    """Decorator registering a derivation builder ``fn(d: Derivation, **options) -> None``."""
+def derivation(
+    name: str, title: str, claim: str | None = None, ci: dict[str, Any] | None = None
+) -> Callable[[Callable[..., Any]], DerivationSpec]:
+    """Decorator registering a derivation builder ``fn(d: Derivation, **options) -> None``; ``ci``: the
+    options of the test suite's run (smaller sweeps; ``attsvm derive --check`` runs the full defaults)."""
 
     def wrap(fn: Callable[..., Any]) -> DerivationSpec:
-        return DerivationSpec(name, title, claim, fn, getattr(fn, "__module__", ""))
+        return DerivationSpec(name, title, claim, fn, getattr(fn, "__module__", ""), dict(ci or {}))
 
     return wrap

@@ -11,7 +11,7 @@ token's logit below the average. Run::
     attsvm check examples/conjectures/refuted_conjecture.py
 
 The search shrinks a failing data set to the smallest sizes, the confirmer recomputes the step and the
-probabilities at 50 digits (:mod:`attsvm.claims.highprec`), and the verdict is ``refuted`` with the
+probabilities at 50 digits (:mod:`attsvm.highprec`), and the verdict is ``refuted`` with the
 counterexample saved under ``attsvm-counterexamples/``.
 """
 
@@ -41,7 +41,7 @@ def first_step_raises_opt(case):
 
 @first_step_raises_opt.confirm
 def _(case, outcome):
-    from attsvm.claims import highprec as hp
+    from attsvm import highprec as hp
 
     ds, lr = case.data, case.hypotheses["lr"]
     with mpmath.workdps(50):

@@ -41,7 +41,7 @@ def descent_lemma(case):
 
 @descent_lemma.confirm
 def _(case, outcome):
-    from attsvm.claims import highprec as hp
+    from attsvm import highprec as hp
 
     ds, loss = case.data, case.hypotheses["loss"]
     W = case.draw_matrix(ds.d, ds.d, scale=3.0)  # the same matrix (the case replays its draws)

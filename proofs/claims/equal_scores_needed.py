@@ -70,8 +70,8 @@ def _confirm(case, outcome):
     """<grad L(W), W^mm> at 50 digits with the certified exact-rational W^mm."""
     import mpmath
 
+    from attsvm import highprec as hp
     from attsvm import svm
-    from attsvm.claims import highprec as hp
 
     ds, loss = case.data, case.hypotheses.get("loss", "logistic")
     cert = svm.certify_fro(ds)

@@ -14,7 +14,7 @@ wrong input's $\log s_{i,\mathrm{opt}_i}$ below ``log_s_trap`` and still falling
 
 Confirmation: the trapped end state is replayed in mpmath (50 digits, gradient from its definition)
 next to the float64 path; refuted when both agree, the wrong input's gradient share keeps falling
-and the trap deficits exceed 1 (:func:`attsvm.claims.gdcheck.confirm_trap`).
+and the trap deficits exceed 1 (:func:`attsvm.gd.trap_replay`).
 
 Verdict and evidence: ``docs/claims_convergence.md`` — refuted for normalised GD from random init and
 from ``W_0=0``, and for plain GD with $\eta=1/L_W$ from ``W_0=0`` (``algo="gd"``, ``lr="1/L"``; pinned
@@ -58,6 +58,13 @@ def initial_points(case, d):
     return np.concatenate([np.zeros((1, d, d)), rnd])
 
 
+def sweep(batch, W0, h):
+    """:func:`attsvm.gd.trap_sweep` with the claim's parameters."""
+    from attsvm.gd import trap_sweep
+
+    return trap_sweep(batch, W0, **{k: h[k] for k in ("algo", "lr", "steps", "corr_trap", "log_s_trap")})
+
+
 @claim(
     id="gd-global-equal-scores",
     title="Assumption B, eta <= 1/L_W: W_k/||W_k|| -> W^mm/||W^mm|| from any initialisation",
@@ -79,13 +86,11 @@ def initial_points(case, d):
     ),
 )
 def gd_global_equal_scores(case):
-    from attsvm.claims import gdcheck
-
     W0 = initial_points(case, case.batch.d)
-    res = gdcheck.equal_scores_sweep(case.batch, W0, case.hypotheses)
-    runs = [r["ok"] for r in res["runs"]]
-    margins = [r["margin"] for r in res["runs"] if r["margin"] is not None]
-    trapped = {str(b): r for b, r in enumerate(res["runs"]) if r["ok"] is False}
+    res = sweep(case.batch, W0, case.hypotheses)
+    runs = [r["ok"] for r in res]
+    margins = [r["margin"] for r in res if r["margin"] is not None]
+    trapped = {str(b): r for b, r in enumerate(res) if r["ok"] is False}
     lite = {b: {k: v for k, v in r.items() if k != "W_end"} for b, r in trapped.items()}
     return Outcome(
         ok=not trapped,
@@ -97,7 +102,7 @@ def gd_global_equal_scores(case):
 
 @gd_global_equal_scores.confirm
 def _confirm(case, outcome):
-    from attsvm.claims import gdcheck
+    from attsvm.gd import trap_replay
     from attsvm.tolerances import tol
 
     b = str(case.index)
@@ -107,11 +112,13 @@ def _confirm(case, outcome):
     else:  # a replayed counterexample (attsvm check --replay): rerun its data set from the same initial points
         from attsvm.data import Dataset
 
-        res = gdcheck.equal_scores_sweep(Dataset.stack([case.data]), initial_points(case, case.data.d), case.hypotheses)
-        det = res["runs"][0]
+        det = sweep(Dataset.stack([case.data]), initial_points(case, case.data.d), case.hypotheses)[0]
         if det["ok"] is not False:
             return Outcome(ok=True, margin=det["margin"] or 0.0, detail={"rerun": "no trapped run"})
-    hp = gdcheck.confirm_trap(case.data, det, case.hypotheses)
+    h = case.hypotheses
+    hp = trap_replay(
+        case.data, det["W_end"], det["wrong_inputs"], algo=h["algo"], lr=h["lr"], steps=int(h["replay_steps"])
+    )
     if hp["mp_vs_float64_rel"] > tol("replay_rtol"):
         return Outcome(ok=True, detail=hp, inconclusive="the float64 path differs from the 50-digit replay")
     failed = hp["trapped"] and hp["share_falling"]

@@ -23,16 +23,18 @@ def gd_local_cone_control(case):
     import numpy as np
 
     from attsvm import gd
-    from attsvm.claims import gdcheck
+    from attsvm.model import corr
+    from attsvm.svm import solve_fro
 
     h = case.hypotheses
     ds = case.data
-    lo, Wa = gdcheck.locally_optimal(ds, ds.selection)
-    if Wa is None or lo:
+    sol = solve_fro(ds, ds.selection)
+    if not sol.feasible or sol.locally_optimal:
         return Outcome(ok=True, inconclusive="alpha infeasible or locally optimal for this draw")
+    Wa = np.asarray(sol.W)
     W0 = gd.cone_init(Wa, float(h["mu"]), float(h["r0"]) * float(np.linalg.norm(Wa)), seed=case.seed)
-    r = gdcheck.ngd_reference(ds, W0, int(h["steps"]), lr=0.1, record_every=int(h["steps"]))
-    e0, e1 = 1 - float(gdcheck.corr(W0, Wa)), 1 - float(gdcheck.corr(r.W, Wa))
+    r = gd.run(ds, param="W", algo="ngd", lr=0.1, steps=int(h["steps"]), init=W0)
+    e0, e1 = 1 - float(corr(W0, Wa)), 1 - float(corr(r.W[0], Wa))
     m = h["shrink"] * e0 - e1
     return Outcome(ok=m >= 0, margin=float(m), detail={"one_minus_corr": [e0, e1], "W0": W0.tolist()})
 
@@ -41,17 +43,20 @@ def gd_local_cone_control(case):
 def _confirm(case, outcome):
     import numpy as np
 
-    from attsvm.claims import gdcheck
+    from attsvm import gd
+    from attsvm import highprec as hp
+    from attsvm.model import corr
+    from attsvm.svm import wmm
     from attsvm.tolerances import tol
 
     h = case.hypotheses
     ds = case.data
-    _, Wa = gdcheck.locally_optimal(ds, ds.selection)
+    Wa = wmm(ds, ds.selection)
     W0 = np.array(outcome.detail["W0"])
-    mp = gdcheck.mp_replay(ds, W0, int(h["steps"]), lr=0.1, normalised=True, dps=50)
-    ref = gdcheck.ngd_reference(ds, W0, int(h["steps"]), lr=0.1, record_every=int(h["steps"]))
-    rel = float(np.linalg.norm(mp["W"] - ref.W) / np.linalg.norm(ref.W))
-    e0, e1 = outcome.detail["one_minus_corr"][0], 1 - float(gdcheck.corr(mp["W"], Wa))
+    W_mp = hp.replay(ds, W0, param="W", algo="ngd", lr=0.1, steps=int(h["steps"])).array("W")
+    ref = gd.run(ds, param="W", algo="ngd", lr=0.1, steps=int(h["steps"]), init=W0).W[0]
+    rel = float(np.linalg.norm(W_mp - ref) / np.linalg.norm(ref))
+    e0, e1 = outcome.detail["one_minus_corr"][0], 1 - float(corr(W_mp, Wa))
     if rel > tol("replay_rtol"):
         return Outcome(ok=True, inconclusive=f"float64 path differs from the 50-digit replay ({rel:.2e})")
     m = h["shrink"] * e0 - e1

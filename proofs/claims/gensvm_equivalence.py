@@ -24,13 +24,20 @@ from attsvm.claims import Outcome, claim
     kind="empirical",
     rate=0.8,
     examples=1000,
+    expect="inconclusive",
+    finding=(
+        "open, leaning false (pinned 2026-12-01): at the default budget (seed 0) W^SVMeq is the best of the three "
+        "predictions in 60/78 decided runs (95% CI [0.664, 0.849] straddles 0.8); 922/1000 runs are undecided "
+        "(no prediction within reach after 2001 steps); the rate drops with longer training (66% at 6001 steps)."
+    ),
 )
 def gensvm_equivalence(case):
     import numpy as np
 
     from attsvm import gd
-    from attsvm.claims import gdcheck
     from attsvm.errors import InfeasibleError, InputError, SolverError
+    from attsvm.model import corr
+    from attsvm.svm import wmm
     from attsvm.tolerances import tol
 
     try:
@@ -57,7 +64,7 @@ def gensvm_equivalence(case):
                 runs.append(None)
                 continue
             svm = solve_gensvm(ds[b], O)
-            Wa = gdcheck.wmm_single(ds[b], res.selection[b])
+            Wa = wmm(ds[b], res.selection[b])
             if not svm.feasible or Wa is None:
                 runs.append(None)
                 continue
@@ -65,7 +72,7 @@ def gensvm_equivalence(case):
         except (InputError, InfeasibleError, SolverError):
             runs.append(None)
             continue
-        e = [1 - float(gdcheck.corr(res.W[b], M)) for M in (Weq, svm.W, Wa)]
+        e = [1 - float(corr(res.W[b], M)) for M in (Weq, svm.W, Wa)]
         gaps.append(min(e[1], e[2]) - e[0])
         es.append(e)
         runs.append(bool(e[0] <= min(e[1], e[2]) + tol("corr")))

@@ -10,7 +10,7 @@ independent computations: torch autograd of the loss written from its definition
 the numpy loss, and (for small $n,T,d$) the exact sympy derivative evaluated at 30 digits. Margin: the
 smallest normalised slack $1-\mathrm{err}/\mathrm{bound}$, with ``bound`` $=$ rtol$\cdot\|\text{ref}\|$ $+$
 atol$\cdot S$ and $S=\frac1n\sum_i|\ell'_i|\max_t|\gamma_{it}|\,\|X_i\|_F\|z_i\|$ (the size of one term).
-Confirmation: the 50-digit gradient of :mod:`attsvm.claims.highprec` decides whether the closed form or the
+Confirmation: the 50-digit gradient of :mod:`attsvm.highprec` decides whether the closed form or the
 reference was wrong.
 """
 
@@ -160,8 +160,8 @@ def grad_closed_form(case):
 @grad_closed_form.confirm
 def _confirm(case, outcome):
     """50-digit gradient from the definition: is the float64 closed form within tolerance of it?"""
+    from attsvm import highprec as hp
     from attsvm import model
-    from attsvm.claims import highprec as hp
 
     ds, loss = case.data, case.hypotheses.get("loss", "logistic")
     W, K, Q = (np.array(outcome.detail[k]) for k in ("W", "K", "Q"))

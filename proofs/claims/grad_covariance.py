@@ -60,7 +60,7 @@ def _confirm(case, outcome):
     """Both sides at 50 digits: the identity must hold to ~1e-40 relative."""
     import mpmath
 
-    from attsvm.claims import highprec as hp
+    from attsvm import highprec as hp
 
     ds, loss = case.data, case.hypotheses.get("loss", "logistic")
     D = hp.data(ds)

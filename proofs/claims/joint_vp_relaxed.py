@@ -24,12 +24,6 @@ failure is confirmed only where float64 follows the exact dynamics.
 from attsvm.claims import Outcome, claim
 
 
-def _cr(x, y) -> float:
-    import numpy as np
-
-    return float(1.0 - x @ y / (np.linalg.norm(x) * np.linalg.norm(y)))
-
-
 @claim(
     id="joint-vp-relaxed",
     title="Joint (v,p): v -> v^mm, p -> relaxed prompt SVM",
@@ -38,17 +32,27 @@ def _cr(x, y) -> float:
     hypotheses={"data": "prompt", "n": (2, 4), "T": (2, 3), "d": (2, 4)},
     params={"steps": 3000, "eps": 0.1, "grow": 0.5, "slack": 1e-3, "replay_steps": 10},
     examples=8,
+    ci_examples=8,
     seconds=20,
+    expect="inconclusive",
+    finding=(
+        "not decidable at this budget (pinned 2026-12-01): at the default budget (seed 0) 4/8 runs are still in "
+        "transit after 3000 steps (1-corr(p, p_rel) = 0.19 > eps while approaching p^mm) and the 4 decided runs "
+        "pass; half the examples undecidable is above the 25% the verdict allows, so it is not 'verified'."
+    ),
 )
 def joint_vp_relaxed(case):
     import numpy as np
 
     from attsvm import gd
+    from attsvm.model import corr
     from attsvm.svm.prompt import solve_head, solve_prompt, solve_relaxed_prompt
 
     h = case.hypotheses
     ds = case.data
-    steps = case.scaled(int(h["steps"]), 600)
+    # not scaled by the budget: "v within eps of v^mm" is a proxy of the limit only at the full horizon (at 600
+    # steps, the ci budget, v is still far from v^mm on some draws and the proxy fails although the limit holds)
+    steps = int(h["steps"])
     res = gd.run(
         ds,
         param="vp",
@@ -70,9 +74,8 @@ def joint_vp_relaxed(case):
     vm, pr = np.asarray(hv.extra["v"]), np.asarray(rp.extra["p"])
     vs, ps = np.asarray(res.trajectory["v"])[1:, 0], np.asarray(res.trajectory["p"])[1:, 0]
     pn = np.linalg.norm(ps, axis=-1)
-    ev = np.array([_cr(x, vm) for x in vs])
-    ep = np.array([_cr(x, pr) for x in ps])
-    em = np.array([_cr(x, np.asarray(pp.extra["p"])) for x in ps]) if pp.status == "optimal" else np.full(len(ps), 2.0)
+    ev, ep = 1 - corr(vs, vm[None], ndim=1), 1 - corr(ps, pr[None], ndim=1)
+    em = 1 - corr(ps, np.asarray(pp.extra["p"])[None], ndim=1) if pp.status == "optimal" else np.full(len(ps), 2.0)
     detail = {
         "p_norm": pn.tolist(),
         "v_one_minus_corr": ev.tolist(),
@@ -111,56 +114,24 @@ def joint_vp_relaxed(case):
     )
 
 
-def _mp_vp_replay(ds, v0, p0, steps: int, lr: float = 0.1):
-    r"""Per-factor normalised GD on $(v,p)$ at the ambient mpmath precision, from the definition:
-    $\nabla_v=\frac1N\sum_i\ell'(u_i)Y_iX_i^\top s_i$, $\nabla_p=\frac1N\sum_i\ell'(u_i)Y_iX_i^\top
-    (\mathrm{diag}(s_i)-s_is_i^\top)X_iv$, $u_i=Y_iv^\top X_i^\top s_i$, $\ell'(u)=-1/(1+e^u)$."""
-    import mpmath as mp
-
-    n, T, d = ds.X.shape
-    X = [[[mp.mpf(float(ds.X[i, t, k])) for k in range(d)] for t in range(T)] for i in range(n)]
-    Y = [mp.mpf(float(y)) for y in ds.Y]
-    v = [mp.mpf(float(x)) for x in v0]
-    p = [mp.mpf(float(x)) for x in p0]
-    for _ in range(steps):
-        gv, gp = [mp.mpf(0)] * d, [mp.mpf(0)] * d
-        for i in range(n):
-            a = [mp.fsum(X[i][t][k] * p[k] for k in range(d)) for t in range(T)]
-            m = max(a)
-            z = mp.fsum(mp.exp(x - m) for x in a)
-            s = [mp.exp(x - m) / z for x in a]
-            g = [mp.fsum(X[i][t][k] * v[k] for k in range(d)) for t in range(T)]
-            u = Y[i] * mp.fsum(s[t] * g[t] for t in range(T))
-            c = -Y[i] / (1 + mp.exp(u)) / n
-            r = [s[t] * mp.fsum(s[tau] * (g[t] - g[tau]) for tau in range(T)) for t in range(T)]
-            for k in range(d):
-                gv[k] += c * mp.fsum(s[t] * X[i][t][k] for t in range(T))
-                gp[k] += c * mp.fsum(r[t] * X[i][t][k] for t in range(T))
-        nv, np_ = mp.sqrt(mp.fsum(x * x for x in gv)), mp.sqrt(mp.fsum(x * x for x in gp))
-        v = [x - lr * y / nv for x, y in zip(v, gv, strict=True)] if nv > 0 else v
-        p = [x - lr * y / np_ for x, y in zip(p, gp, strict=True)] if np_ > 0 else p
-    return v, p
-
-
 @joint_vp_relaxed.confirm
 def _confirm(case, outcome):
-    """The failing 1-corr values at 50 digits; float64 vs a 50-digit replay from the end state."""
+    """The failing 1-corr values at 50 digits; float64 vs a 50-digit replay (:func:`attsvm.highprec.replay`,
+    ``param="vp"``) from the end state."""
     import mpmath as mp
     import numpy as np
 
     from attsvm import gd
+    from attsvm import highprec as hp
 
     det = outcome.detail
     h = case.hypotheses
     ds = case.data
     L = int(h["replay_steps"])
-    with mp.workdps(50):
+    with mp.workdps(hp.DPS):
 
         def cr(x, y):
-            x, y = [mp.mpf(float(a)) for a in x], [mp.mpf(float(b)) for b in y]
-            return 1 - mp.fsum(a * b for a, b in zip(x, y, strict=True)) / mp.sqrt(
-                mp.fsum(a * a for a in x) * mp.fsum(b * b for b in y)
-            )
+            return 1 - hp.corr(hp.as_mp(np.asarray(x)), hp.as_mp(np.asarray(y)))
 
         v_end, p_end = det["v_recorded"][-1], det["p_recorded"][-1]
         if det["failing"] == "v":
@@ -170,14 +141,14 @@ def _confirm(case, outcome):
             rr = cr(p_end, det["p_rel"]) - cr(det["p_recorded"][k], det["p_rel"])
             rm = (cr(p_end, det["p_mm"]) - cr(det["p_recorded"][k], det["p_mm"])) if det["p_mm"] else mp.mpf(1)
             m = mp.mpf(h["slack"]) - min(rr, rm)
-        vmp, pmp = _mp_vp_replay(ds, v_end, p_end, L)
+        run = hp.replay(ds, {"v": np.array(v_end), "p": np.array(p_end)}, param="vp", algo="ngd", lr=0.1, steps=L)
     ref = gd.run(ds, param="vp", algo="ngd", lr=0.1, steps=L, init={"v": np.array(v_end), "p": np.array(p_end)})
-    a = np.concatenate([[float(x) for x in vmp], [float(x) for x in pmp]])
+    a = np.concatenate([run.array("v"), run.array("p")])
     b = np.concatenate([np.asarray(ref.v).ravel(), np.asarray(ref.p).ravel()])
     rel = float(np.linalg.norm(a - b) / np.linalg.norm(b))
     out = {"margin_50_digits": float(m), "replay_steps": L, "mp_vs_float64_rel": rel}
     if m >= 0:
-        return Outcome(ok=True, margin=float(m), detail=out)
+        return Outcome(ok=True, margin=hp.signed_float(m), detail=out)
     if rel > 1e-8:
         return Outcome(ok=True, inconclusive=f"float64 dynamics not faithful (50-digit replay differs by {rel:.2g})")
-    return Outcome(ok=False, margin=float(m), detail=out)
+    return Outcome(ok=False, margin=hp.signed_float(m), detail=out)

@@ -112,7 +112,7 @@ def _confirm(case, outcome):
     """The same gaps (random W and the Gamma grid along the float W^mm) at 50 digits."""
     import mpmath
 
-    from attsvm.claims import highprec as hp
+    from attsvm import highprec as hp
 
     ds, loss = case.data, case.hypotheses.get("loss", "logistic")
     ds = ds.with_alpha(None) if ds.alpha is not None and np.array_equal(ds.alpha, ds.opt) else ds

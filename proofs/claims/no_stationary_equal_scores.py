@@ -79,7 +79,7 @@ def _confirm(case, outcome):
     """Both sides at 50 digits (same W, same float W^mm and its exact smallest margin)."""
     import mpmath
 
-    from attsvm.claims import highprec as hp
+    from attsvm import highprec as hp
 
     ds, loss = case.data, case.hypotheses.get("loss", "logistic")
     D = hp.data(ds)

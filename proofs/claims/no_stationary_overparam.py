@@ -65,7 +65,7 @@ def _confirm(case, outcome):
     """W', <grad L(W), W'> and the variance sum at 50 digits."""
     import mpmath
 
-    from attsvm.claims import highprec as hp
+    from attsvm import highprec as hp
 
     ds, loss = case.data, case.hypotheses.get("loss", "logistic")
     D = hp.data(ds)

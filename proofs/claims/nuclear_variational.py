@@ -76,7 +76,7 @@ def _confirm(case, outcome):
     """SVD factors and every drawn factorization re-evaluated at 50 digits."""
     import mpmath
 
-    from attsvm.claims import highprec as hp
+    from attsvm import highprec as hp
 
     W = np.array(outcome.detail["W"])
     ok, worst = True, mpmath.inf

@@ -9,7 +9,7 @@ The check runs plain GD with the batched engine (:func:`attsvm.gd.run`, $\eta=1/
 scaled by the budget) from four random $W_0$ at once (one batch) with a component outside the row space, and measures
 $\|(W_k-W_0)(I-P_Z)\|_F/\|W_k-W_0\|_F$ against ``tol('rowspace')`` ($P_Z$ from an SVD of $Z$, rank cut at
 rounding level). Margin: $1-\text{ratio}/\text{tol}$. Confirmation: the same trajectory at 50 digits
-(:func:`attsvm.claims.highprec.gd_trajectory`) with a 50-digit $P_Z$.
+(:func:`attsvm.highprec.replay`) with a 50-digit $P_Z$.
 """
 
 from __future__ import annotations
@@ -66,17 +66,19 @@ def _confirm(case, outcome):
     """The same GD trajectory at 50 digits; the row-space leak must vanish to ~1e-30."""
     import mpmath
 
-    from attsvm.claims import highprec as hp
+    from attsvm import highprec as hp
 
     ds, loss = case.data, case.hypotheses.get("loss", "logistic")
     W0 = np.array(outcome.detail["W0"])
     with mpmath.workdps(hp.DPS):
-        Wk, _ = hp.gd_trajectory(ds, W0, outcome.detail["lr"], outcome.detail["steps"], "gd", loss)
+        run = hp.replay(ds, W0, param="W", algo="gd", lr=outcome.detail["lr"], steps=outcome.detail["steps"], loss=loss)
+        Wk = run.final["W"]
         W0m = hp.as_mp(W0)
         dW = [[a - b for a, b in zip(r, s)] for r, s in zip(Wk, W0m)]
         P = hp.projector(ds.Z)
         Q = [[(1 if j == k else 0) - P[j][k] for k in range(ds.d)] for j in range(ds.d)]
         ratio = hp.frob(hp.matmul(dW, Q)) / hp.frob(dW)
-        ok = ratio <= mpmath.mpf(10) ** (-30)
+        floor = mpmath.mpf(10) ** (-30)  # what a 50-digit replay leaves of an exactly zero leak
+        margin = 1 - ratio / floor
     detail = {"ratio_50": float(ratio), "float64": {k: v for k, v in outcome.detail.items() if k != "W0"}}
-    return Outcome(ok=bool(ok), margin=float(1 - ratio / tol("rowspace")), detail=detail)
+    return Outcome(ok=bool(margin >= 0), margin=float(margin), detail=detail)

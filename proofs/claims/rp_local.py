@@ -46,15 +46,17 @@ def rp_local(case):
     import numpy as np
 
     from attsvm import gd
-    from attsvm.claims import gdcheck
+    from attsvm.model import corr
+    from attsvm.svm import solve_fro
 
     h = case.hypotheses
     ds = case.data
     alpha = ds.selection
     if np.all(alpha == ds.opt):
         return Outcome(ok=True, inconclusive="alpha = opt for this draw (the claim is about a local alpha)")
-    lo, Wa = gdcheck.locally_optimal(ds, alpha)
-    if not lo:
+    sol = solve_fro(ds, alpha)
+    Wa = np.asarray(sol.W) if sol.feasible else None
+    if not (sol.feasible and sol.locally_optimal):
         return Outcome(ok=True, inconclusive="alpha not locally optimal / Att-SVM(alpha) infeasible for this draw")
     mu = _mu(ds, alpha, Wa)
     radii = np.array(h["radii"], dtype=float) * float(np.linalg.norm(Wa)) / np.sqrt(mu)
@@ -66,7 +68,7 @@ def rp_local(case):
     nrm = np.linalg.norm(Ws, axis=(-2, -1))
     if not (np.all(np.isfinite(Ws)) and np.all(nrm > 0)):
         return Outcome(ok=True, inconclusive=f"path point zero or non-finite (norms {nrm.tolist()})")
-    e = np.array([1.0 - float(gdcheck.corr(W, Wa)) for W in Ws])
+    e = 1.0 - corr(Ws, Wa[None])
     rise = float(np.max(np.diff(e))) / mu if len(e) > 1 else 0.0
     margin = min(float(h["shrink"]) - e[-1] / mu, float(h["slack"]) - rise)
     detail = {
@@ -87,7 +89,7 @@ def _confirm(case, outcome):
     from its definition, $P$ the exact projection onto the cone then the ball, $t=10^{-6}$."""
     import mpmath as mp
 
-    from attsvm.claims import highprec as hp
+    from attsvm import highprec as hp
 
     det = outcome.detail
     h = case.hypotheses

@@ -7,7 +7,7 @@ $\|X_i\|$ spectral; logistic $M_0=\frac14$, $M_1=1$. The Hessian ($d^2\times d^2
 autograd (``torch.func.hessian``) of the loss written from its definition, in float64, at a random $W$; its
 spectral norm is the largest $|\lambda|$. $L_W$ is :func:`attsvm.model.smoothness_constant`. Margin:
 $(L_W-\|\nabla^2\mathcal L\|_2)/L_W$. Confirmation: a 50-digit central-difference Hessian of the 50-digit
-gradient (:func:`attsvm.claims.highprec.hessian_W`) and a 50-digit $L_W$. The constant is our
+gradient (:func:`attsvm.highprec.hessian_W`) and a 50-digit $L_W$. The constant is our
 reconstruction: a confirmed failure is a real finding about it.
 """
 
@@ -67,8 +67,8 @@ def _confirm(case, outcome):
     """50-digit finite-difference Hessian and 50-digit L_W."""
     import mpmath
 
+    from attsvm import highprec as hp
     from attsvm import model
-    from attsvm.claims import highprec as hp
 
     ds, loss = case.data, case.hypotheses.get("loss", "logistic")
     W = np.array(outcome.detail["W"])

@@ -57,7 +57,12 @@ def _combined():
     return Equal(lhs, rhs, "cancel", what="n=2, T=2, d=2, generic A")
 
 
-@derivation(name="grad-covariance", title="The gradient along a direction is a covariance", claim="grad-covariance")
+@derivation(
+    name="grad-covariance",
+    title="The gradient along a direction is a covariance",
+    claim="grad-covariance",
+    ci={"max_T": 3},
+)
 def grad_covariance(d: Derivation, max_T: int = 4, max_d: int = 3) -> None:
     i, t, tau = sp.Symbol("i"), sp.Symbol("t"), sp.Symbol("tau")
     n, L = symbol("n"), symbol("L")

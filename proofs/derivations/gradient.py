@@ -88,7 +88,12 @@ def _pairwise_cases(max_T: int):
     return cases
 
 
-@derivation(name="gradient", title="The gradient of the attention loss from its definition", claim="grad-closed-form")
+@derivation(
+    name="gradient",
+    title="The gradient of the attention loss from its definition",
+    claim="grad-closed-form",
+    ci={"max_T": 3, "max_d": 2},
+)
 def gradient(d: Derivation, max_T: int = 4, max_d: int = 3) -> None:
     i, t, tau, j, k = (sp.Symbol(c) for c in ("i", "t", "tau", "j", "k"))
     n = symbol("n")

@@ -62,7 +62,9 @@ def _quadratic_form_cases():
     return cases
 
 
-@derivation(name="hessian", title="The Hessian of the loss along a direction", claim="smoothness-bound")
+@derivation(
+    name="hessian", title="The Hessian of the loss along a direction", claim="smoothness-bound", ci={"max_T": 3}
+)
 def hessian(d: Derivation, max_T: int = 4) -> None:
     i, t = sp.Symbol("i"), sp.Symbol("t")
     n, eps, L = symbol("n"), symbol("eps"), symbol("L")

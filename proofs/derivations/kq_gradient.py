@@ -48,7 +48,9 @@ def _entry_cases():
     return cases
 
 
-@derivation(name="kq-gradient", title="Gradients of the (K,Q) parametrisation", claim="grad-closed-form")
+@derivation(
+    name="kq-gradient", title="Gradients of the (K,Q) parametrisation", claim="grad-closed-form", ci={"full": False}
+)
 def kq_gradient(d: Derivation, full: bool = True) -> None:
     shapes = CASES if full else CASES[:2]
     j, k, a, b = (sp.Symbol(c) for c in "jkab")

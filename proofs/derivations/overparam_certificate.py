@@ -83,6 +83,7 @@ def _conclusion_cases(patterns=None):
     name="overparam-certificate",
     title="A descent direction in the overparameterised regime",
     claim="no-stationary-overparam",
+    ci={"full": False, "max_T": 3},
 )
 def overparam_certificate(d: Derivation, max_T: int = 4, full: bool = True) -> None:
     shapes = SHAPES if full else SHAPES[:2]

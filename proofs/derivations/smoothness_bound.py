@@ -61,7 +61,9 @@ def _cs_vec_cases():
     return cases
 
 
-@derivation(name="smoothness-bound", title="The pieces of the smoothness bound", claim="smoothness-bound")
+@derivation(
+    name="smoothness-bound", title="The pieces of the smoothness bound", claim="smoothness-bound", ci={"max_T": 3}
+)
 def smoothness_bound(d: Derivation, max_T: int = 4) -> None:
     t = sp.Symbol("t")
     s, g, h = (matrix_symbol(b, "T", 1) for b in ("s", "gamma", "h"))

@@ -45,7 +45,7 @@ def _cases(max_T: int, kind: str):
     return cases
 
 
-@derivation(name="softmax-jacobian", title="The Jacobian of the softmax", claim="grad-closed-form")
+@derivation(name="softmax-jacobian", title="The Jacobian of the softmax", claim="grad-closed-form", ci={"max_T": 4})
 def softmax_jacobian(d: Derivation, max_T: int = 5) -> None:
     t, tau = sp.Symbol("t"), sp.Symbol("tau")
     a, s, g = (matrix_symbol(b, "T", 1) for b in ("a", "s", "g"))

@@ -1,4 +1,5 @@
-r"""High-precision (mpmath) versions of the model of THEORY §1, for confirming a failing check.
+r"""The attention model of THEORY §1 at high precision (mpmath): the independent re-evaluation behind every
+confirmer (:mod:`attsvm.highprec`).
 
 A float64 failure is not yet a counterexample (THEORY §5): the failing computation is re-evaluated here
 with ``mp.dps`` $\ge 50$ digits. Inputs are numpy float64 arrays taken as *exact* binary numbers
@@ -15,7 +16,12 @@ Everything is written from the definitions, independently of the float64 code of
     \nabla\mathcal L(W)=\tfrac1n\textstyle\sum_i\ell'(u_i)\,X_i^\top(\mathrm{diag}(s_i)-s_is_i^\top)\gamma_i\,z_i^\top,
 
 where $[(\mathrm{diag}(s)-ss^\top)\gamma]_t=s_t\sum_\tau s_\tau(\gamma_t-\gamma_\tau)$ (the same number; the
-pairwise form keeps its relative precision even when $1-\max s<10^{-50}$).
+pairwise form keeps its relative precision even when $1-\max s<10^{-50}$). Prompt attention
+$f(X)=v^\top X^\top\mathbb S(Xp)$ has $a_{it}=x_{it}^\top p$, the same $\gamma,u$, and
+
+.. math::
+    \nabla_p\mathcal L=\tfrac1n\textstyle\sum_i\ell'(u_i)\,X_i^\top(\mathrm{diag}(s_i)-s_is_i^\top)\gamma_i,\qquad
+    \nabla_v\mathcal L=\tfrac1n\textstyle\sum_i\ell'(u_i)\,Y_iX_i^\top s_i .
 
 Matrices and vectors are nested Python lists of ``mpf`` (``MP`` below); :func:`to_numpy` rounds back to
 float64. Causal data (a visibility mask) are supported: invisible tokens are left out of every sum.
@@ -56,10 +62,16 @@ __all__ = [
     "loss_gap",
     "grad_W",
     "grad_KQ",
+    "gradient_shares",
+    "prompt_outputs",
+    "grad_p",
+    "grad_vp",
+    "hessian",
     "cov",
     "inner",
     "frob",
     "corr",
+    "matvec",
     "matmul",
     "transpose",
     "projector",
@@ -67,7 +79,7 @@ __all__ = [
     "hessian_W",
     "sym_spectral_norm",
     "singular_values",
-    "gd_trajectory",
+    "signed_float",
 ]
 
 
@@ -120,6 +132,18 @@ def to_numpy(a: Any) -> np.ndarray:
     return np.float64(float(a))
 
 
+def signed_float(x: Any) -> float:
+    r"""``float(x)`` that keeps the sign of a number too small for float64 (a margin of $-10^{-400}$ becomes
+    $-5\cdot10^{-324}$, not $-0.0$) and clips $\pm\infty$ to the largest finite float, so that an
+    :class:`~attsvm.claims.Outcome` built from it has ``ok == (margin >= 0)``."""
+    f = float(x)
+    if f == 0.0 and x < 0:
+        return -5e-324
+    if f == 0.0:
+        return 0.0
+    return float(np.clip(f, -np.finfo(np.float64).max, np.finfo(np.float64).max))
+
+
 # ---------------------------------------------------------------------- data
 class HPData:
     r"""The flat view of a data set with exact ``mpf`` entries: ``X`` [N][T][d], ``Y`` [N], ``Z`` [N][d],
@@ -161,10 +185,14 @@ def transpose(A: MP) -> MP:
     return [list(c) for c in zip(*A)]
 
 
+def _flat(A: Any) -> list:
+    return [y for x in A for y in _flat(x)] if isinstance(A, (list, tuple)) else [A]
+
+
 @_hp
 def inner(A: MP, B: MP) -> mpmath.mpf:
-    r"""$\langle A,B\rangle=\sum_{jk}A_{jk}B_{jk}$."""
-    return mp.fsum(mp.fdot(a, b) for a, b in zip(A, B))
+    r"""$\langle A,B\rangle=\sum_{jk}A_{jk}B_{jk}$ (matrices, vectors: any nesting of the same shape)."""
+    return mp.fdot(_flat(A), _flat(B))
 
 
 @_hp
@@ -175,7 +203,7 @@ def frob(A: MP) -> mpmath.mpf:
 
 @_hp
 def corr(A: MP, B: MP) -> mpmath.mpf:
-    r"""$\mathrm{corr}(A,B)=\langle A,B\rangle/(\|A\|_F\|B\|_F)$."""
+    r"""$\mathrm{corr}(A,B)=\langle A,B\rangle/(\|A\|_F\|B\|_F)$ (the 50-digit :func:`attsvm.model.corr`)."""
     return inner(A, B) / (frob(A) * frob(B))
 
 
@@ -329,21 +357,39 @@ def loss_gap(ds: Dataset | HPData, W: Any, alpha: Any = None, loss: str = "logis
         return mp.fsum(terms) / D.N
 
 
+def _grad_rows(D: HPData, W: Any, loss: str, dps: int) -> list:
+    r"""Row $i$'s term of the gradient is $g_iz_i^\top$; returns the vectors $g_i=\frac1n\ell'(u_i)X_i^\top r_i$."""
+    s, g, u, _ = outputs(D, W, dps)
+    rows = []
+    for i in range(D.N):
+        vis = D.vis[i]
+        r = {t: s[i][t] * mp.fsum(s[i][k] * (g[i][t] - g[i][k]) for k in vis) for t in vis}
+        c = loss_derivative(u[i], loss) / D.N
+        rows.append([c * mp.fsum(r[t] * D.X[i][t][j] for t in vis) for j in range(D.d)])
+    return rows
+
+
 def grad_W(ds: Dataset | HPData, W: Any, loss: str = "logistic", dps: int = DPS) -> MP:
     r"""$\nabla\mathcal L(W)$ ([d][d]) at ``dps`` digits, from the definition (see module docstring)."""
     D = data(ds)
     with mp.workdps(dps):
-        s, g, u, _ = outputs(D, W, dps)
-        G = [[mpmath.mpf(0)] * D.d for _ in range(D.d)]
-        for i in range(D.N):
-            vis = D.vis[i]
-            r = {t: s[i][t] * mp.fsum(s[i][k] * (g[i][t] - g[i][k]) for k in vis) for t in vis}
-            c = loss_derivative(u[i], loss) / D.N
-            xr = [c * mp.fsum(r[t] * D.X[i][t][j] for t in vis) for j in range(D.d)]
-            for j in range(D.d):
-                for k in range(D.d):
-                    G[j][k] += xr[j] * D.Z[i][k]
-        return G
+        rows = _grad_rows(D, W, loss, dps)
+        return [[mp.fsum(gi[j] * D.Z[i][k] for i, gi in enumerate(rows)) for k in range(D.d)] for j in range(D.d)]
+
+
+def gradient_shares(ds: Dataset | HPData, W: Any, loss: str = "logistic", dps: int = DPS) -> list:
+    r"""Each row's share of the gradient, $\log_{10}(\|\nabla_i\|_F/\|\nabla\mathcal L(W)\|_F)$ with
+    $\nabla_i=\frac1n\ell'(u_i)X_i^\top r_iz_i^\top$ its term ($-\infty$ for a row with no contribution):
+    the stuck-input measure of THEORY §5, exact far past float64 underflow."""
+    D = data(ds)
+    with mp.workdps(dps):
+        rows = _grad_rows(D, W, loss, dps)
+        tot = frob(grad_W(D, W, loss, dps))
+        out = []
+        for gi, zi in zip(rows, D.Z):
+            part = mp.sqrt(mp.fdot(gi, gi) * mp.fdot(zi, zi))
+            out.append(mp.log10(part / tot) if part != 0 else mpmath.mpf("-inf"))
+        return out
 
 
 def grad_KQ(ds: Dataset | HPData, K: Any, Q: Any, loss: str = "logistic", dps: int = DPS) -> tuple[MP, MP]:
@@ -354,25 +400,73 @@ def grad_KQ(ds: Dataset | HPData, K: Any, Q: Any, loss: str = "logistic", dps: i
         return matmul(G, Qm), matmul(transpose(G), Km)
 
 
-def hessian_W(ds: Dataset | HPData, W: Any, loss: str = "logistic", dps: int = DPS) -> MP:
-    r"""$\nabla^2\mathcal L(W)$ as a $d^2\times d^2$ matrix (row-major vec), by central differences of
-    :func:`grad_W` with step $h=10^{-\lfloor 2dps/5\rfloor}$ at ``dps``+10 digits (error $O(h^2)$)."""
+def prompt_outputs(ds: Dataset | HPData, p: Any, v: Any = None, dps: int = DPS) -> tuple[MP, MP, list]:
+    r"""Prompt attention at ``dps`` digits: $(s,\gamma,u)$ with $s_i=\mathbb S(X_ip)$, $\gamma_{it}=Y_iv^\top x_{it}$
+    (``v`` defaults to the data set's head)."""
     D = data(ds)
+    with mp.workdps(dps):
+        pm = as_mp(p) if not isinstance(p, list) else p
+        vm = D.v if v is None else (as_mp(v) if not isinstance(v, list) else v)
+        s = [softmax([mp.fdot(x, pm) for x in Xi], vi) for Xi, vi in zip(D.X, D.vis)]
+        g = scores(D.X, D.Y, vm)
+        u = [mp.fsum(si[t] * gi[t] for t in vi) for si, gi, vi in zip(s, g, D.vis)]
+        return s, g, u
+
+
+def grad_vp(ds: Dataset | HPData, v: Any, p: Any, loss: str = "logistic", dps: int = DPS) -> tuple[list, list]:
+    r"""$(\nabla_v\mathcal L,\nabla_p\mathcal L)$ of prompt attention at ``dps`` digits (module docstring)."""
+    D = data(ds)
+    with mp.workdps(dps):
+        vm = as_mp(v) if not isinstance(v, list) else v
+        s, g, u = prompt_outputs(D, p, vm, dps)
+        gv, gp = [mpmath.mpf(0)] * D.d, [mpmath.mpf(0)] * D.d
+        for i in range(D.N):
+            vis = D.vis[i]
+            c = loss_derivative(u[i], loss) / D.N
+            r = {t: s[i][t] * mp.fsum(s[i][k] * (g[i][t] - g[i][k]) for k in vis) for t in vis}
+            for j in range(D.d):
+                gv[j] += c * D.Y[i] * mp.fsum(s[i][t] * D.X[i][t][j] for t in vis)
+                gp[j] += c * mp.fsum(r[t] * D.X[i][t][j] for t in vis)
+        return gv, gp
+
+
+def grad_p(ds: Dataset | HPData, p: Any, v: Any = None, loss: str = "logistic", dps: int = DPS) -> list:
+    r"""$\nabla_p\mathcal L$ of prompt attention (head ``v`` fixed, default the data set's) at ``dps`` digits."""
+    D = data(ds)
+    return grad_vp(D, D.v if v is None else v, p, loss, dps)[1]
+
+
+def hessian(grad: Any, x: list, dps: int = DPS) -> MP:
+    r"""The Jacobian of ``grad`` (a function of a flat list of ``mpf`` returning one) at ``x``, by central
+    differences with step $h=10^{-\lfloor 2dps/5\rfloor}$ at ``dps``+10 digits (error $O(h^2)$), symmetrised:
+    the Hessian when ``grad`` is a gradient."""
     work = dps + 10
     with mp.workdps(work):
-        Wm = as_mp(W) if not isinstance(W, list) else W
         h = mpmath.mpf(10) ** (-(2 * dps) // 5)
-        d = D.d
         cols = []
-        for j in range(d):
-            for k in range(d):
-                Wp = [row[:] for row in Wm]
-                Wq = [row[:] for row in Wm]
-                Wp[j][k] += h
-                Wq[j][k] -= h
-                Gp, Gq = grad_W(D, Wp, loss, work), grad_W(D, Wq, loss, work)
-                cols.append([(Gp[a][b] - Gq[a][b]) / (2 * h) for a in range(d) for b in range(d)])
-        return transpose(cols)
+        for j in range(len(x)):
+            xp, xq = list(x), list(x)
+            xp[j] += h
+            xq[j] -= h
+            gp, gq = grad(xp), grad(xq)
+            cols.append([(a - b) / (2 * h) for a, b in zip(gp, gq)])
+        k = len(x)
+        return [[(cols[b][a] + cols[a][b]) / 2 for b in range(k)] for a in range(k)]
+
+
+def hessian_W(ds: Dataset | HPData, W: Any, loss: str = "logistic", dps: int = DPS) -> MP:
+    r"""$\nabla^2\mathcal L(W)$ as a $d^2\times d^2$ matrix (row-major vec), by :func:`hessian` of :func:`grad_W`."""
+    D = data(ds)
+    d = D.d
+    with mp.workdps(dps + 10):
+        Wm = as_mp(W) if not isinstance(W, list) else W
+        x = [Wm[a][b] for a in range(d) for b in range(d)]
+
+        def g(y):
+            G = grad_W(D, [y[a * d : (a + 1) * d] for a in range(d)], loss, dps + 10)
+            return [G[a][b] for a in range(d) for b in range(d)]
+
+        return hessian(g, x, dps)
 
 
 def smoothness_constant(ds: Dataset | HPData, M0: float = 0.25, M1: float = 1.0, dps: int = DPS) -> mpmath.mpf:
@@ -387,38 +481,3 @@ def smoothness_constant(ds: Dataset | HPData, M0: float = 0.25, M1: float = 1.0,
             z2 = mp.fdot(D.Z[i], D.Z[i])
             tot.append(mpmath.mpf(M0) * nv**2 * z2 * xs**4 + 3 * mpmath.mpf(M1) * nv * z2 * xs**3)
         return mp.fsum(tot) / D.N
-
-
-# ---------------------------------------------------------------------- GD
-def gd_trajectory(
-    ds: Dataset | HPData,
-    W0: Any,
-    lr: float,
-    steps: int,
-    algo: str = "gd",
-    loss: str = "logistic",
-    record_every: int | None = None,
-    dps: int = DPS,
-) -> tuple[MP, list[MP]]:
-    r"""GD $W_{k+1}=W_k-\eta\nabla\mathcal L(W_k)$ (``algo="gd"``) or normalised GD
-    $W_{k+1}=W_k-\eta\nabla\mathcal L/\|\nabla\mathcal L\|_F$ (``"ngd"``) at ``dps`` digits, for small sizes.
-    Returns the final iterate and the iterates recorded every ``record_every`` steps (with $W_0$)."""
-    if algo not in ("gd", "ngd"):
-        raise ValueError(f"unknown algo {algo!r}")
-    D = data(ds)
-    with mp.workdps(dps):
-        W = as_mp(W0) if not isinstance(W0, list) else W0
-        eta = mpmath.mpf(lr)
-        rec = [W] if record_every else []
-        for k in range(steps):
-            G = grad_W(D, W, loss, dps)
-            step = eta
-            if algo == "ngd":
-                nG = frob(G)
-                if nG == 0:
-                    break
-                step = eta / nG
-            W = [[W[a][b] - step * G[a][b] for b in range(D.d)] for a in range(D.d)]
-            if record_every and (k + 1) % record_every == 0:
-                rec.append(W)
-        return W, rec
