@@ -201,3 +201,20 @@ def test_a_deterministic_claim_needs_one_decided_example():
 def test_every_builtin_universal_claim_has_a_confirmer():
     missing = [c.id for c in discover() if c.kind == "universal" and c.confirmer is None]
     assert not missing, f"universal claims that could never be refuted (no confirmer): {missing}"
+
+
+# ---------------------------------------------------------------------- 8. claim helpers live in the engine
+def test_claim_helpers_live_in_the_engine():
+    import importlib
+    import re
+
+    for gone in ("attsvm.claims.gdcheck", "attsvm.claims.highprec"):  # a second GD engine, a second replay
+        with pytest.raises(ModuleNotFoundError):
+            importlib.import_module(gone)
+    from attsvm import highprec
+
+    assert callable(highprec.replay)  # the one high-precision replay
+    root = Path(__file__).resolve().parents[1]
+    for f in [*(root / "proofs").rglob("*.py"), *(root / "examples").rglob("*.py")]:
+        defs = re.findall(r"^def (\w*(?:replay|reference|stepper)\w*)\(", f.read_text(), flags=re.M)
+        assert not defs, f"{f.name} defines its own GD replay/stepper {defs}: use attsvm.highprec.replay / attsvm.gd"
