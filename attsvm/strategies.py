@@ -40,6 +40,7 @@ $q=\kappa e_2$ scores $g$ above it. ``not_locally_optimal`` flips $v_1<0$.
 
 from __future__ import annotations
 
+import ast
 import functools
 import math
 from collections.abc import Callable
@@ -344,12 +345,14 @@ class Option:
     hi: float | None = None
 
     def check(self, name: str, key: str, val: Any) -> None:
-        ok_type = isinstance(val, self.type) and not (self.type is int and isinstance(val, bool))
-        if not ok_type:
-            raise InputError(f"strategy {name}: {key} must be {self.describe()}, got {val!r}")
-        if self.choices is not None and val not in self.choices:
-            raise InputError(f"strategy {name}: {key} must be {self.describe()}, got {val!r}")
-        if (self.lo is not None and val < self.lo) or (self.hi is not None and val > self.hi):
+        ok = (
+            isinstance(val, self.type)
+            and not (self.type is int and isinstance(val, bool))
+            and (self.choices is None or val in self.choices)
+            and (self.lo is None or val >= self.lo)
+            and (self.hi is None or val <= self.hi)
+        )
+        if not ok:
             raise InputError(f"strategy {name}: {key} must be {self.describe()}, got {val!r}")
 
     def describe(self) -> str:
@@ -360,23 +363,23 @@ class Option:
 
 
 def _sizes(**floors: int) -> dict[str, Size]:
+    """The sizes n, T, d (draw order) with the given floors raised (defaults raised with them)."""
     base = {"n": Size((1, 4), 1, 10_000), "T": Size((2, 5), 2), "d": Size((1, 4), 1)}
     out = {}
     for k, sz in base.items():
-        if floors.get(k, 0) >= 0:
-            f = max(sz.floor, floors.get(k, sz.floor))
-            out[k] = Size((max(sz.default[0], f), max(sz.default[1], f)), f, sz.cap)
+        f = max(sz.floor, floors.get(k, sz.floor))
+        out[k] = Size((max(sz.default[0], f), max(sz.default[1], f)), f, sz.cap)
     return out
 
 
 _BITS = Option(int, lo=1, hi=16)
 # name -> (construction, sizes in draw order, options). The paper law needs d >= 2: unit-norm 1-D tokens are
-# +-1 (ties); a -1 floor drops a size the construction does not take.
+# +-1 (ties). overparam derives d from n, T and d_extra.
 _SCHEMA: dict[str, tuple[Callable[..., Dataset], dict[str, Size], dict[str, Option]]] = {
     "paper": (_make_paper, _sizes(d=2), {}),
     "dyadic": (_make_dyadic, _sizes(), {"bits": _BITS}),
     "equal_scores": (_make_equal_scores, _sizes(d=2), {"bits": _BITS, "feasible": Option(bool)}),
-    "overparam": (_make_overparam, {**_sizes(d=-1), "d_extra": Size((0, 3), 0)}, {}),
+    "overparam": (_make_overparam, {**{k: v for k, v in _sizes().items() if k != "d"}, "d_extra": Size((0, 3), 0)}, {}),
     "feasible": (_make_feasible, _sizes(), {"alpha": Option(str, choices=("opt", "random"))}),
     "locally_optimal": (_make_local, _sizes(T=3, d=2), {"bits": Option(int, lo=1, hi=8)}),
     "not_locally_optimal": (_make_local, _sizes(T=3, d=2), {"bits": Option(int, lo=1, hi=8)}),
@@ -428,9 +431,15 @@ class _Relation:
     r"""``SIZE >= EXPR`` or ``SIZE <= EXPR`` (also ``>``, ``<``, ``==``); EXPR: ints, earlier sizes, ``+ - *``,
     ``max``, ``min``. A bound on the later-drawn SIZE, so it is met by construction."""
 
-    def __init__(self, name: str, text: Any, order: list[str]):
-        import ast
+    _BOUNDS = {
+        ast.GtE: lambda b: (b, math.inf),
+        ast.Gt: lambda b: (b + 1, math.inf),
+        ast.LtE: lambda b: (-math.inf, b),
+        ast.Lt: lambda b: (-math.inf, b - 1),
+        ast.Eq: lambda b: (b, b),
+    }
 
+    def __init__(self, name: str, text: Any, order: list[str]):
         self.text = text
         where = f"strategy {name}: relation {text!r}"
         if not isinstance(text, str):
@@ -442,7 +451,7 @@ class _Relation:
         if not (isinstance(tree, ast.Compare) and len(tree.ops) == 1 and isinstance(tree.left, ast.Name)):
             raise InputError(f"{where} must read 'SIZE >= EXPR' or 'SIZE <= EXPR'")
         op = type(tree.ops[0])
-        if op not in (ast.GtE, ast.Gt, ast.LtE, ast.Lt, ast.Eq):
+        if op not in self._BOUNDS:
             raise InputError(f"{where}: only >=, >, <=, <, == are allowed")
         self.size = tree.left.id
         if self.size not in order:
@@ -469,15 +478,7 @@ class _Relation:
 
     def bound(self, drawn: dict[str, int]) -> tuple[float, float]:
         b = int(eval(self.code, {"__builtins__": {}, "max": max, "min": min}, dict(drawn)))  # noqa: S307
-        import ast
-
-        return {
-            ast.GtE: (b, math.inf),
-            ast.Gt: (b + 1, math.inf),
-            ast.LtE: (-math.inf, b),
-            ast.Lt: (-math.inf, b - 1),
-            ast.Eq: (b, b),
-        }[self.op]
+        return self._BOUNDS[self.op](b)
 
 
 @dataclass(frozen=True)
@@ -497,6 +498,13 @@ class Plan:
                 a, b = r.bound(drawn)
                 lo, hi = max(lo, a), min(hi, b)
         return int(lo), int(hi)
+
+    def draw_sizes(self, pick: Callable[[int, int], int]) -> dict[str, int]:
+        """The sizes in draw order, each ``pick(lo, hi)`` within the bounds its relations give."""
+        sz: dict[str, int] = {}
+        for k in self.ranges:
+            sz[k] = int(pick(*self.bounds(k, sz)))
+        return sz
 
     def build(self, src: Any, lead: tuple[int, ...], sizes: dict[str, int]) -> Dataset:
         return _SCHEMA[self.name][0](src, lead, **sizes, **self.options, **_FIXED.get(self.name, {}))
@@ -555,10 +563,7 @@ def _strategy(name: str, **params: Any):
 
     @st.composite
     def build(draw):
-        sz: dict[str, int] = {}
-        for k in p.ranges:
-            lo, hi = p.bounds(k, sz)
-            sz[k] = draw(st.integers(lo, hi))
+        sz = p.draw_sizes(lambda lo, hi: draw(st.integers(lo, hi)))
         return p.build(_HypSource(draw), (), sz)
 
     return build()
@@ -647,8 +652,5 @@ def batch(name: str, runs: int, seed: int = 0, **params: Any) -> Dataset:
     if int(runs) < 1:
         raise InputError(f"batch: runs must be >= 1, got {runs}")
     rng = np.random.default_rng(seed)
-    sz: dict[str, int] = {}
-    for k in p.ranges:
-        lo, hi = p.bounds(k, sz)
-        sz[k] = int(rng.integers(lo, hi + 1))
+    sz = p.draw_sizes(lambda lo, hi: rng.integers(lo, hi + 1))
     return p.build(_RngSource(rng), (int(runs),), sz)

@@ -12,6 +12,7 @@ from attsvm import generate
 from attsvm.data import Dataset
 from attsvm.errors import InputError
 from attsvm.svm import is_locally_optimal, neighbour_gap, solve, solve_fro, solve_fro_batch, support_tokens
+from attsvm.svm.primal import solve_primal
 from attsvm.svm.reference import solve_reference
 from attsvm.tolerances import tol
 
@@ -36,31 +37,13 @@ def _direct_margins(ds: Dataset, W: np.ndarray) -> np.ndarray:
     return m
 
 
-def _independent_primal(ds: Dataset) -> np.ndarray:
-    r"""$W^{mm}_\alpha$ by the primal over a full $d\times d$ variable, cvxpy + Clarabel (named), with the
-    constraints formed here from the arrays: shares no code with the working-set solver, its constraint
-    builder or its cvxpy fallback (:mod:`attsvm.svm.reference`). Nothing in this program favours the row
-    space of $Z$; only optimality does."""
-    import cvxpy as cp
-
-    a = ds.selection
-    other = np.arange(ds.T)[None, :] != a[:, None]
-    D = (ds.X[np.arange(ds.n), a][:, None, :] - ds.X)[other]  # x_{i alpha_i} - x_it, (m, d)
-    Zc = np.broadcast_to(ds.Z[:, None, :], ds.X.shape)[other]  # z_i, (m, d)
-    W = cp.Variable((ds.d, ds.d))
-    prob = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(W)), [cp.sum(cp.multiply(D @ W, Zc), axis=1) >= 1])
-    prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12, max_iter=500)
-    assert prob.status == cp.OPTIMAL, prob.status  # feasible-overparam: anything else is a solver failure
-    return np.asarray(W.value, dtype=float)
-
-
 @given(overparam_case())
 def test_fast_matches_reference_and_kkt(ds):
     sol = solve_fro(ds)
     assert sol.status == "optimal"  # feasible-overparam
     for name, r in sol.kkt.items():
         assert r <= tol("kkt"), (name, r)
-    Wi = _independent_primal(ds)  # not solve_reference: that is the fast solver's own fallback
+    Wi = solve_primal(ds)  # not solve_reference: that is the fast solver's own fallback
     ref = float(np.sum(Wi * Wi))
     assert abs(sol.objective - ref) <= tol("svm_ref_rtol") * ref
     assert np.linalg.norm(sol.W - Wi) <= tol("svm_ref_rtol") * np.linalg.norm(Wi)
@@ -81,7 +64,7 @@ def test_svm_rank_rowspace_in_span_z(ds):
     """svm-rank on an independent solution: the fast solver's W is sum(lambda A) by construction, so its row space
     is span{z_i} whatever it got wrong; the primal over a full d x d variable is free to leave that span (d > n
     for most drawn sizes), and only optimality keeps it inside."""
-    Wi = _independent_primal(ds)
+    Wi = solve_primal(ds)  # feasible-overparam: a status other than optimal raises SolverError (fails)
     assert _direct_margins(ds, Wi).min() >= 1 - tol("kkt")
     U, S, Vt = np.linalg.svd(ds.Z)
     r = int(np.sum(S > max(ds.Z.shape) * np.finfo(float).eps * S[0]))

@@ -72,8 +72,8 @@ def outcome_error(out: Any, *, empirical: bool = False) -> str | None:
     """Why ``out`` is not a valid :class:`Outcome` (None when it is).
 
     Decided universal outcomes need a real, finite ``margin`` on the side ``ok`` says (>= 0 when ok, <= 0 when
-    not); empirical ones a
-    ``runs`` array; ``how`` must be one of :data:`HOW`. An inconclusive outcome needs a non-empty reason."""
+    not); empirical ones a ``runs`` array; ``how`` must be one of :data:`HOW`. An inconclusive outcome needs a
+    non-empty reason."""
     import math
 
     import numpy as np

@@ -16,17 +16,9 @@ from typing import Any
 import numpy as np
 
 from ..serial import tex_escape
-from .verdict import ClaimResult, jsonable
+from .verdict import ClaimResult, decided_text, jsonable
 
 COLUMNS = ("id", "origin", "verdict", "examples", "decided", "worst margin", "seconds")
-_SHORT = {"float64": "f64", "high precision": "hp", "exact": "exact", "rigorous": "ball"}
-
-
-def decided_cell(r: ClaimResult) -> str:
-    """How many examples (runs) were decided, and how: ``"97 f64 + 3 hp"`` (f64: float64 with its margin,
-    hp: a float64 failure cleared at high precision, exact: exact rationals, ball: ball arithmetic)."""
-    parts = [f"{v} {_SHORT.get(k, k)}" for k, v in r.decided.items() if v]
-    return " + ".join(parts) or "0"
 
 
 def verdict_cell(r: ClaimResult) -> str:
@@ -57,7 +49,7 @@ def rows(results: list[ClaimResult]) -> list[list[str]]:
             r.origin,
             verdict_cell(r),
             str(r.examples),
-            decided_cell(r),
+            decided_text(r.decided, short=True),
             _margin(r.worst_margin),
             f"{r.seconds:.1f}",
         ]

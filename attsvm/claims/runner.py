@@ -34,7 +34,7 @@ from ..errors import InputError
 from .api import Claim, Outcome, outcome_error
 from .case import Case
 from .confirm import confirm
-from .verdict import ClaimResult, rate_verdict
+from .verdict import ClaimResult, decided_text, rate_verdict
 
 BUDGETS = {"ci": 0.2, "default": 1.0, "thorough": 5.0}
 DEFAULT_EXAMPLES = {"universal": 100, "empirical": 50}
@@ -88,17 +88,13 @@ def _evidence(decided: int, undecided: int, what: str, reasons: Any = None, exha
     total = decided + undecided
     if total == 0:
         return f"no {what} ran (time budget too small)"
-    if decided < (1 if exhausted else MIN_DECIDED):
-        return f"too few decided {what}: {decided} (need {MIN_DECIDED})"
+    need = 1 if exhausted else MIN_DECIDED
+    if decided < need:
+        return f"too few decided {what}: {decided} (need {need})"
     if undecided > MAX_UNDECIDED_FRACTION * total:
         top = f" (e.g. {reasons.most_common(1)[0][0]})" if reasons else ""
         return f"undecidable cases: {undecided}/{total} {what} undecidable{top}, more than {MAX_UNDECIDED_FRACTION:.0%}"
     return None
-
-
-def decided_text(decided: dict[str, int]) -> str:
-    """``"97 float64 + 3 high precision"``."""
-    return " + ".join(f"{v} {k}" for k, v in decided.items() if v) or "0"
 
 
 def _apply(res: ClaimResult, c: Any) -> None:
@@ -235,16 +231,9 @@ def _run_empirical(claim, examples, seed, b, device) -> ClaimResult:
         res.case = failing_case(sw)
         res.outcome = Outcome(ok=False, margin=out.margin, detail={"run": sw.failing_index, **(out.detail or {})})
     if verdict == "refuted":  # the rate is below the requirement: its failing run must be confirmed too
-        c = confirm(claim, res.case, res.outcome)
-        res.confirm_outcome = c.outcome
-        if c.confirmed:
-            res.confirmed, res.confirmed_how = True, c.how
-            res.reason += f"; run {sw.failing_index} {c.reason}"
-        else:
-            res.verdict = "inconclusive"
-            res.unconfirmed = c.status == "unconfirmed"
-            what = "unconfirmed failure" if res.unconfirmed else "failure cleared"
-            res.reason += f"; {what}: run {sw.failing_index} {c.reason}"
+        rate_reason = res.reason
+        _apply(res, confirm(claim, res.case, res.outcome))
+        res.reason = f"{rate_reason}; run {sw.failing_index} {res.reason}"
     return res
 
 

@@ -26,6 +26,15 @@ from typing import Any
 from ..serial import jsonable  # noqa: F401  (re-exported)
 
 VERDICTS = ("verified", "refuted", "inconclusive")
+SHORT_HOW = {"float64": "f64", "high precision": "hp", "exact": "exact", "rigorous": "ball"}
+
+
+def decided_text(decided: dict[str, int], short: bool = False) -> str:
+    """How many examples (runs) were decided, and how: ``"97 float64 + 3 high precision"``, or with ``short``
+    ``"97 f64 + 3 hp"`` (f64: float64 with its margin, hp: a float64 failure cleared at high precision, exact:
+    exact rationals, ball: ball arithmetic)."""
+    names = SHORT_HOW if short else {}
+    return " + ".join(f"{v} {names.get(k, k)}" for k, v in decided.items() if v) or "0"
 
 
 @dataclass

@@ -369,12 +369,16 @@ def _grad_rows(D: HPData, W: Any, loss: str, dps: int) -> list:
     return rows
 
 
+def _assemble(D: HPData, rows: list) -> MP:
+    r"""$\sum_ig_iz_i^\top$ ([d][d]) from the vectors $g_i$ of :func:`_grad_rows`."""
+    return [[mp.fsum(gi[j] * D.Z[i][k] for i, gi in enumerate(rows)) for k in range(D.d)] for j in range(D.d)]
+
+
 def grad_W(ds: Dataset | HPData, W: Any, loss: str = "logistic", dps: int = DPS) -> MP:
     r"""$\nabla\mathcal L(W)$ ([d][d]) at ``dps`` digits, from the definition (see module docstring)."""
     D = data(ds)
     with mp.workdps(dps):
-        rows = _grad_rows(D, W, loss, dps)
-        return [[mp.fsum(gi[j] * D.Z[i][k] for i, gi in enumerate(rows)) for k in range(D.d)] for j in range(D.d)]
+        return _assemble(D, _grad_rows(D, W, loss, dps))
 
 
 def gradient_shares(ds: Dataset | HPData, W: Any, loss: str = "logistic", dps: int = DPS) -> list:
@@ -384,7 +388,7 @@ def gradient_shares(ds: Dataset | HPData, W: Any, loss: str = "logistic", dps: i
     D = data(ds)
     with mp.workdps(dps):
         rows = _grad_rows(D, W, loss, dps)
-        tot = frob(grad_W(D, W, loss, dps))
+        tot = frob(_assemble(D, rows))
         out = []
         for gi, zi in zip(rows, D.Z):
             part = mp.sqrt(mp.fdot(gi, gi) * mp.fdot(zi, zi))

@@ -42,7 +42,12 @@ def rp_frobenius(case):
     return Outcome(
         ok=margin >= 0,
         margin=float(margin),
-        detail={"one_minus_corr": gap.tolist(), "min_s_opt": smin.tolist(), "radii": radii.tolist()},
+        detail={
+            "one_minus_corr": gap.tolist(),
+            "min_s_opt": smin.tolist(),
+            "radii": radii.tolist(),
+            "W_path": Ws.tolist(),  # the engine's path points, for the confirmer to re-solve
+        },
     )
 
 
@@ -89,7 +94,7 @@ def _confirm(case, outcome):
     cert = certify_fro(ds)
     if not cert.get("verified") or cert.get("W") is None:
         return Outcome(ok=True, inconclusive="no exact certificate for W^mm")
-    radii, Ws = _path(ds, Wmm, h)
+    radii, Ws = outcome.detail["radii"], np.asarray(outcome.detail["W_path"])  # the conclusion's path
     with mp.workdps(hp.DPS):
         D = hp.data(ds)
         Wx = hp.rationals(cert["W"])

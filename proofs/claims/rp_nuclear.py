@@ -35,15 +35,18 @@ def rp_nuclear(case):
     opt = float(sol.objective)
     radii, path = _path(ds, opt, h)
     Ws = np.asarray(path.W).reshape(len(radii), ds.d, ds.d)
+    # the engine's path points, for the confirmer to re-solve (and for the report)
+    detail = {"radii": radii.tolist(), "K_path": path.K[:, 0].tolist(), "Q_path": path.Q[:, 0].tolist()}
     c = build(ds, ds.selection)
     mins = np.array([c.margins(W).min() for W in Ws])
     if np.any(mins <= 0):
         worst = float(mins.min())
-        return Outcome(ok=False, margin=worst if worst < 0 else -5e-324, detail={"min_margin": mins.tolist()})
+        return Outcome(ok=False, margin=worst if worst < 0 else -5e-324, detail={"min_margin": mins.tolist(), **detail})
     nuc = np.array([np.linalg.svd(W / m, compute_uv=False).sum() for W, m in zip(Ws, mins)])
     exc = nuc / opt - 1.0
     margin = _margin(list(nuc), opt, h)
-    return Outcome(ok=margin >= 0, margin=float(margin), detail={"relative_excess": exc.tolist(), "optimum": opt})
+    detail.update(relative_excess=exc.tolist(), optimum=opt)
+    return Outcome(ok=margin >= 0, margin=float(margin), detail=detail)
 
 
 def _path(ds, opt, h):
@@ -81,23 +84,24 @@ def _confirm(case, outcome):
     h = case.hypotheses
     ds = case.data
     alpha = ds.selection
-    sol = solve_nuclear(ds, alpha)
+    sol = solve_nuclear(ds, alpha, certify=True)
     if sol.status != "optimal":
         return Outcome(ok=True, inconclusive="Att-SVM* infeasible")
-    cert = solve_nuclear(ds, alpha, certify=True).certificate
+    cert = sol.certificate
     if not cert.get("proved"):
         return Outcome(ok=True, inconclusive="the nuclear duality gap was not proved")
-    radii, path = _path(ds, float(sol.objective), h)
+    det = outcome.detail  # the engine's path, as the conclusion computed it
+    radii, Kp, Qp = det["radii"], np.asarray(det["K_path"]), np.asarray(det["Q_path"])
     U, S, Vt = np.linalg.svd(np.asarray(sol.W) / float(sol.objective))
     with mp.workdps(hp.DPS):
         D = hp.data(ds)
         points = []
         for j, R in enumerate(radii):
-            m = path.K.shape[-1]
+            m = Kp.shape[-1]
             Kt, Qt = np.zeros((ds.d, m)), np.zeros((ds.d, m))
             r = min(m, ds.d)
             Kt[:, :r], Qt[:, :r] = U[:, :r] * np.sqrt(R * S[:r]), Vt[:r].T * np.sqrt(R * S[:r])
-            pt = hp.best_path_point(D, [{"K": path.K[j, 0], "Q": path.Q[j, 0]}, {"K": Kt, "Q": Qt}], R, param="KQ")
+            pt = hp.best_path_point(D, [{"K": Kp[j], "Q": Qp[j]}, {"K": Kt, "Q": Qt}], R, param="KQ")
             if not pt.local_min:
                 return Outcome(ok=True, inconclusive=f"path point at R={R:.4g} not re-solved ({pt.summary()})")
             points.append(pt)

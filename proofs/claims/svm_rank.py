@@ -9,9 +9,10 @@ Checks on ``feasible`` data with a random $\alpha$.
 
 Frobenius, against an **independent** solution. The fast solver builds $W=\sum\lambda_{it}A_{it}$, so its row
 space lies in $\mathrm{span}\{z_i\}$ by construction and checking it there proves nothing. Instead the primal
-$\min\frac12\|W\|_F^2$ s.t. $(x_{i\alpha_i}-x_{it})^\top Wz_i\ge1$ is solved here with cvxpy + Clarabel (named
-explicitly) over a *full* $d\times d$ variable, with the constraints formed in this file from the arrays
-(not :mod:`attsvm.svm.constraints`): nothing in that program prefers the row space, only optimality does.
+$\min\frac12\|W\|_F^2$ s.t. $(x_{i\alpha_i}-x_{it})^\top Wz_i\ge1$ is solved with cvxpy + Clarabel (named
+explicitly) over a *full* $d\times d$ variable, with the constraints formed from the arrays
+(:func:`attsvm.svm.primal.solve_primal`, which shares no code with the fast solver, its constraint builder or
+its fallback): nothing in that program prefers the row space, only optimality does.
 Its status must be ``optimal`` before any value is read (otherwise the case is inconclusive). On that
 independent $W_{ind}$: feasibility (direct margins $\ge1-$``tol('kkt')``),
 $\|W_{ind}(I-P_Z)\|_F\le$ ``tol('kkt')``$\|W_{ind}\|_F$ (the leak of any $W$ is at most its stationarity
@@ -47,38 +48,6 @@ def _rank(W):
     return int(np.sum(S > tol("rank") * S.max())) if S.max() > 0 else 0
 
 
-#: Clarabel settings of the independent primal solve (tight: the comparison is at ``tol('svm_ref_rtol')``)
-CLARABEL = {"tol_gap_abs": 1e-12, "tol_gap_rel": 1e-12, "tol_feas": 1e-12, "max_iter": 500}
-
-
-def _direct_constraints(ds):
-    r"""$D_{it}=x_{i\alpha_i}-x_{it}$ and $z_i$ for every $t\ne\alpha_i$, straight from the arrays: (m, d) each."""
-    n, T, d = ds.X.shape
-    a = np.asarray(ds.selection)
-    other = np.arange(T)[None, :] != a[:, None]  # (n, T)
-    D = (ds.X[np.arange(n), a][:, None, :] - ds.X)[other]
-    Zc = np.broadcast_to(ds.Z[:, None, :], (n, T, d))[other]
-    return D, Zc
-
-
-def _primal_fro(ds):
-    """Independent Att-SVM solution: the primal over a full d x d variable, cvxpy + Clarabel.
-
-    Returns ``(W, None)``, or ``(None, reason)`` when Clarabel does not report ``optimal``."""
-    import cvxpy as cp
-
-    D, Zc = _direct_constraints(ds)
-    W = cp.Variable((ds.d, ds.d))
-    prob = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(W)), [cp.sum(cp.multiply(D @ W, Zc), axis=1) >= 1])
-    try:
-        prob.solve(solver=cp.CLARABEL, **CLARABEL)
-    except cp.error.SolverError as exc:
-        return None, f"independent primal (Clarabel) failed: {exc}"
-    if prob.status != cp.OPTIMAL:
-        return None, f"independent primal (Clarabel) status {prob.status!r}"
-    return np.asarray(W.value, dtype=float), None
-
-
 @claim(
     id="svm-rank",
     title="Att-SVM and Att-SVM* solutions have row space in span{z_i}, rank <= min(n, d)",
@@ -89,7 +58,8 @@ def _primal_fro(ds):
 def svm_rank(case):
     """Row space and rank of the Frobenius solution; optimality of the projected nuclear solution."""
     from attsvm import svm
-    from attsvm.svm import nuclear
+    from attsvm.errors import SolverError
+    from attsvm.svm import nuclear, primal
 
     ds = case.data
     n, d = ds.n, ds.d
@@ -99,11 +69,12 @@ def svm_rank(case):
     if fro.status != "optimal" or nuc.status != "optimal":
         return Outcome(ok=True, inconclusive="Att-SVM(alpha) not feasible: hypothesis not met")
     W = np.asarray(fro.W)
-    Wi, why = _primal_fro(ds)
-    if Wi is None:
-        return Outcome(ok=True, margin=0.0, inconclusive=why)
+    try:
+        Wi = primal.solve_primal(ds)  # independent of the fast solver (attsvm.svm.primal)
+    except SolverError as exc:
+        return Outcome(ok=True, margin=0.0, inconclusive=str(exc))
     sl = {}
-    D, Zc = _direct_constraints(ds)
+    D, Zc = primal.direct_rows(ds)
     sl["fro_independent_feasible"] = 1.0 + (float(np.min(np.einsum("md,de,me->m", D, Wi, Zc))) - 1.0) / tol("kkt")
     leak = float(np.linalg.norm(Wi - Wi @ P) / np.linalg.norm(Wi))
     sl["fro_rowspace"] = 1.0 - leak / tol("kkt")
