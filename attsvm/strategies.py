@@ -1,41 +1,93 @@
-r"""Hypothesis strategies for data sets, valid by construction (no ``filter``/``assume`` for feasibility).
+r"""Hypothesis strategies for data sets, valid by construction (no ``filter``/``assume`` anywhere).
 
 A claim's ``hypotheses["data"]`` names an entry of :data:`STRATEGIES`; the other keys are its parameters
 (sizes as an int or an inclusive ``(lo, hi)`` range, options, and ``relations`` between sizes), validated by
 :func:`plan` against the strategy's schema (:func:`schema`): an unknown key, a value outside its range or of
 the wrong type, an empty range or a relation that leaves no size is an :class:`~attsvm.errors.InputError`;
 nothing is clamped. Every strategy draws the sizes first (in the order $n,T,d,K$, each within the bounds its
-relations give; shrinking towards the smallest), then the structure (margin, direction, selection), then the
-numbers (shrinking towards 0 and simple values).
+relations give; shrinking towards the smallest), then every number through its *source*: Hypothesis draws
+(:class:`_HypSource`, everything shrinks) or a numpy generator (:class:`_RngSource`, :func:`batch`, one
+leading axis ``B``). No strategy draws a seed.
 
-==================== ==========================================================================
-name                 what it promises
-==================== ==========================================================================
-``paper``            the paper's law: $v,x_{it},z_i\sim\mathcal N(0,I)$ normalised, $Y_i=\pm1$ fair
-``dyadic``           adversarial small dyadic entries $k/2^{\mathrm{bits}}$ (exact in binary), unique opt
-``equal_scores``     Assumption B bit-exact ($v=e_1$), Att-SVM(opt) feasible
-``overparam``        generic (paper law) with $d\ge\max(T-1,n)$
-``feasible``         Att-SVM($\alpha$) feasible, $\alpha$ = opt (strictly) or random; ``ds.alpha`` set
-``locally_optimal``  $\alpha\ne\mathrm{opt}$ locally optimal, $W^{mm}_\alpha=e_1b^\top$ known; ``ds.alpha`` set
-``not_locally_optimal`` feasible $\alpha$ with a support token scoring above $\alpha$; ``ds.alpha`` set
-``infeasible``       Att-SVM($\alpha$) infeasible (a selected token is a midpoint/duplicate); ``ds.alpha``
-``sequence``         paper-law tokens, $K$ queries per input
-``causal``           causal self-attention
-``prompt``           one shared query $z$ (prompt attention $p=Wz$)
-``self_attention``   paper law with $z_i=x_{i0}$
-==================== ==========================================================================
+**Distinct tokens.** Inside one input no token repeats, in every strategy, unless the hypotheses say
+``repeats=True`` (``dyadic``, ``equal_scores``, ``feasible``, ``infeasible``, ``(not_)locally_optimal``); the one
+exception is ``infeasible`` at $T=2$, whose point is a duplicate of the selected token. A repeated token would
+make many conjectures vacuously true (before this rule about half of the ``dyadic`` and ``feasible`` draws had
+one).
+
+==================== ======================================================= ================================
+name                 what it promises                                        numbers, and how they shrink
+==================== ======================================================= ================================
+``paper``            THEORY §4's law: $v,x_{it},z_i\sim\mathcal N(0,I)$       Gaussians $\sqrt2\,\mathrm{erf}^{-1}
+                     normalised, $Y_i=\pm1$ fair; the scores                  (k/256)$ of shrinkable integers
+                     $v^\top x_{it}$ of an input pairwise $\ge2^{-24}$ apart  $|k|\le255$ (towards 0 and coarse
+                     (distinct tokens, unique opt for either label)           values): the data shrink towards a
+                                                                              canonical configuration (below)
+``dyadic``           adversarial dyadic entries $k/2^{\mathrm{bits}}$ (exact  integers $k$, towards 0
+                     in binary), nonzero queries, unique opt, distinct
+                     tokens
+``equal_scores``     Assumption B bit-exact ($v=e_1$), Att-SVM(opt)           dyadic first coordinates, floats
+                     feasible, distinct tokens                                 in $[-1,1]$, towards 0
+``overparam``        ``paper`` with $d=\max(T-1,n,2)+d_{\mathrm{extra}}$ and  as ``paper``
+                     general position: each input's tokens affinely
+                     independent, the queries linearly independent
+                     ($\sigma_{\min}\ge2^{-24}$)
+``feasible``         Att-SVM($\alpha$) feasible, $\alpha$ = opt (strictly, score floats in $[-1,1]$, towards 0
+                     gaps $\ge1$) or random; ``ds.alpha`` set; distinct
+``locally_optimal``  $\alpha\ne\mathrm{opt}$ locally optimal,                 dyadic, towards 0
+                     $W^{mm}_\alpha=e_1e_d^\top$ known; ``ds.alpha``;
+                     distinct
+``not_locally_optimal`` feasible $\alpha$ with support tokens scoring above   dyadic, towards 0
+                     $\alpha$; ``ds.alpha``; distinct
+``infeasible``       Att-SVM($\alpha$) infeasible: a selected token is the    dyadic, towards 0
+                     midpoint of two others ($T\ge3$, distinct tokens) or
+                     duplicated ($T=2$); ``ds.alpha`` set
+``sequence``         ``paper`` tokens, $K$ queries and labels per input       as ``paper``
+``causal``           ``paper`` tokens, causal self-attention (unique opt for  as ``paper``
+                     every prefix and label)
+``prompt``           ``paper`` with one shared query $z$ (prompt attention    as ``paper``
+                     $p=Wz$)
+``self_attention``   ``paper`` with $z_i=x_{i0}$                              as ``paper``
+==================== ======================================================= ================================
 
 Plus :func:`relu_head` (a head $V$ with $\|V\|_F=1$, drawn separately) and :func:`batch` — the seeded,
 batched numpy counterparts for empirical claims (same names, one leading axis ``B``).
 
-**Constructions.** ``feasible``: draw $M$ and set $W^\star=M+(\|M\|_F+1)I$ (so $\sigma_{\min}(W^\star)\ge1$),
-unit queries $z_i$, $u_i=W^\star z_i$; shift the selected token along $\hat u_i$ (and $\widehat{Y_iv}$ for
-opt, after flipping $z_i$ so that $u_i^\top Y_iv\ge0$) until every margin $(x_{i\alpha_i}-x_{it})^\top W^\star
-z_i\ge1$ (and every score gap $\ge1$). ``locally_optimal``: with $a=e_1$, $b=e_d$, queries
-$z_i=Y_ib+w_i$ ($w_i\perp b$, $\sum_iY_iw_i=0$), support tokens $x_{i\alpha_i}-Y_ia$, other tokens
-$x_{i\alpha_i}-Y_ip_ta+q_t$ ($p_t\ge1+2g$, $q_t\perp a$): the KKT conditions hold for $W=ab^\top$ with
-$\lambda$ uniform, so $W^{mm}_\alpha=ab^\top$, support tokens score $v_1>0$ below $\alpha$ and a far token
-$q=\kappa e_2$ scores $g$ above it. ``not_locally_optimal`` flips $v_1<0$.
+**The paper law, shrinkable** (``paper``, ``overparam``, ``sequence``, ``causal``, ``prompt``,
+``self_attention``). Hypothesis draws $v$, then per input $i$ one span: its tokens $X_i$ (one span per token),
+its query $z_i$, its label $Y_i$ — so the shrinker can delete an input's span while it lowers $n$, or a token's
+span while it lowers $T$ (one input), and every other number stays. Each Gaussian is
+$g=\sqrt2\,\mathrm{erf}^{-1}(k/256)$ of an integer $k\in[-255,255]$, which Hypothesis draws uniformly (its
+floats would be tiny a fifth of the time, making most rows nearly axis-aligned), so fresh draws follow the
+paper's law on a grid ($|g|\le2.9$). Rows are drawn as wide as the largest $d$ the plan allows (up to 32),
+last coordinate first: lowering $d$ drops the last coordinate, the one the shrinker simplified first in each row,
+and keeps every other number. (Tokens are not padded that way: unused draws cost the search's targeting phase
+more than they help the shrinker.) A numpy batch draws from a generator seeded by one draw of the batch seed, in
+the order of :mod:`attsvm.generate` — the same numbers as :func:`attsvm.generate.paper_law` (``sequence``,
+``causal``) with that seed. Rows are normalised ($\max|\cdot|$ first, so subnormal rows keep their direction); a
+zero row becomes its canonical row. *Valid* inputs (scores pairwise $\ge2^{-24}$ apart, and for ``overparam`` the
+general position above) are kept as drawn — a paper-law draw fails this with probability below $10^{-6}$ per pair
+of tokens, so the numpy path keeps the paper's law; an invalid input becomes $\widehat{X+C}$ if that is valid,
+else $C$, with the canonical tokens $C_t=\cos\theta_t\,v+\sin\theta_t\,u$, $\theta_t=\pi t/(T-1)$, $u\perp v$
+from a Householder basis of $v$ (for ``overparam`` the $u$ differ between tokens, so $C$ is affinely independent);
+$C$ is valid by construction (scores $\cos\theta_t$ strictly decreasing).
+
+**Constructions.** ``dyadic``: after the opt token is raised along $e_j$ ($v_j\ne0$) until it beats the others, a
+repeated token moves along $e_d$ by whole steps $2^{-\mathrm{bits}}$ in the direction that lowers its score
+(:func:`_distinct`: beyond every token that agrees with it elsewhere). ``feasible``: draw $M$ and set
+$W^\star=M+(\|M\|_F+1)I$ (so $\sigma_{\min}(W^\star)\ge1$), unit queries $z_i$, $u_i=W^\star z_i$; repeated tokens
+move along $e_d$ by $\frac18$; shift the selected token along $\hat u_i$ (and $\widehat{Y_iv}$ for opt, after
+flipping $z_i$ so that $u_i^\top Y_iv\ge0$) until every margin $(x_{i\alpha_i}-x_{it})^\top W^\star z_i\ge1$ (and
+every score gap $\ge1$), which also sets it apart from every other token. ``equal_scores``: repeated tokens move
+along $e_d$ (the first coordinate, the scores, stays bit-exact). ``locally_optimal``: with $a=e_1$, $b=e_d$,
+queries $z_i=Y_ib+w_i$ ($w_i\perp b$, $\sum_iY_iw_i=0$), support tokens $x_{i\alpha_i}-Y_ia+q_t$ with
+$q_t=(r_t-\frac{k_i-1}2)h\,e_2$ ($r_t$ the support token's rank, $k_i$ their number: distinct, $\sum_tq_t=0$),
+other tokens $x_{i\alpha_i}-Y_ip_ta+q_t$ ($p_t\ge1+2g$ raised by whole steps until the $(p_t,q_t)$ differ,
+$q_t\perp a$): the KKT conditions hold for $W=ab^\top$ with $\lambda_{it}=1/(nk_i)$, so
+$W^{mm}_\alpha=ab^\top$; the dyadic $h\le|v_1|/(|v_2|T)$ keeps every support token scoring between $\frac12v_1$
+and $\frac32v_1$ below $\alpha$, and a far token $q=\kappa e_2$ scores $g$ above it. ``not_locally_optimal``
+flips $v_1<0$. ``infeasible``: input $i^\star$'s tokens $x_{a}\pm\delta$ around the selected $x_a$ ($\delta\ne0$),
+or $x_a$ twice for $T=2$; every other repeated token moves along $e_d$.
 """
 
 from __future__ import annotations
@@ -59,33 +111,108 @@ from .errors import InputError
 
 @functools.lru_cache(maxsize=4096)
 def _array_strategy(kind: str, shape: tuple[int, ...], lo: float, hi: float):
-    """Cached Hypothesis array strategies (building and validating them anew costs more than drawing)."""
+    """Cached Hypothesis array strategies (building and validating them anew costs more than drawing).
+
+    ``f``/``i``: floats/ints with Hypothesis' default sparse fill (repeated entries are common); ``k``: ints
+    drawn one entry at a time (dense: each entry shrinks on its own)."""
     from hypothesis import strategies as st
     from hypothesis.extra import numpy as hnp
 
     if kind == "f":
         el = st.floats(lo, hi, allow_nan=False, allow_infinity=False, width=64)
         return hnp.arrays(np.float64, shape, elements=el)
+    if kind == "k":
+        return hnp.arrays(np.int64, shape, elements=st.integers(int(lo), int(hi)), fill=st.nothing())
     return hnp.arrays(np.int64, shape, elements=st.integers(int(lo), int(hi)))
 
 
+@functools.lru_cache(maxsize=1)
+def _block_strategy():
+    from hypothesis import strategies as st
+
+    @st.composite
+    def block(draw, fn, pad):
+        return fn(_HypSource(draw, pad))
+
+    return block
+
+
 class _HypSource:
-    def __init__(self, draw: Callable[[Any], Any]):
+    """Numbers drawn through Hypothesis (every number shrinks: towards 0, ints towards ``lo``).
+
+    ``pad``: ``(d, width)`` — Gaussian rows of length ``d`` are drawn ``width`` entries wide and the first ``d``
+    kept (entry $k$ is the $(w-1-k)$-th drawn): lowering $d$ then drops the last coordinate, the one the shrinker
+    simplified first in each row, and keeps every other number in place."""
+
+    def __init__(self, draw: Callable[[Any], Any], pad: tuple[int, int] | None = None):
         self.draw = draw
+        self.pad = pad
 
     def floats(self, shape: tuple[int, ...], lo: float = -1.0, hi: float = 1.0) -> np.ndarray:
         return np.array(self.draw(_array_strategy("f", tuple(shape), lo, hi)), dtype=np.float64)
 
     def ints(self, shape: tuple[int, ...], lo: int, hi: int) -> np.ndarray:
+        if tuple(shape) == ():
+            from hypothesis import strategies as st
+
+            return np.array(self.draw(st.integers(int(lo), int(hi))), dtype=np.int64)
         return np.array(self.draw(_array_strategy("i", tuple(shape), lo, hi)), dtype=np.int64)
 
-    def seed(self) -> int:
-        from hypothesis import strategies as st
+    def gaussians(self, shape: tuple[int, ...]) -> np.ndarray:
+        r"""Standard normal entries $g=\sqrt2\,\mathrm{erf}^{-1}(k/256)$ of integers $k\in[-255,255]$: Hypothesis
+        draws integers that small uniformly, so a fresh $g$ follows $\mathcal N(0,1)$ on a grid ($|g|\le2.9$; its
+        floats in $(-1,1)$ are tiny a fifth of the time). $g$ shrinks with $k$, towards 0 and coarse values
+        ($k=128$: $g=0.674\ldots$). Each row (last axis) is one draw, last coordinate first (entry $j$ of a row
+        drawn $w$ wide is the $(w-1-j)$-th): the shrinker, which simplifies earlier draws first, empties the last
+        coordinate first, and lowering $d$ then drops it without moving any other number."""
+        from scipy.special import erfinv
 
-        return int(self.draw(st.integers(0, 2**32 - 1)))
+        shape = tuple(shape)
+        m = shape[-1]
+        d, width = self.pad or (m, m)
+        w = width if d == m else m
+        row = _array_strategy("k", (w,), -255, 255)
+        rows = []
+        for _ in range(math.prod(shape[:-1])):
+            k = np.asarray(self.draw(row), dtype=np.float64)
+            rows.append((k / 256.0)[::-1][:m])
+        u = np.array(rows, dtype=np.float64).reshape(shape)
+        return np.sqrt(2.0) * erfinv(u)
+
+    def block(self, fn: Callable[[Any], Any]) -> Any:
+        """``fn(source)`` as one Hypothesis span (one input's draws), so the shrinker can delete it while it lowers
+        $n$."""
+        return self.draw(_block_strategy()(fn, self.pad))
+
+    def paper_draws(self, lead, n: int, T: int, d: int, queries: str, K: int = 1):
+        """Raw paper-law draws ``(v, X, Z, Y, shared)`` (see :func:`_paper_law`) in the order $v$, the shared query
+        (``prompt``), then per input $i$ one span: its tokens $X_i$, its query $z_i$ ($K$ of them for ``sequence``;
+        none for ``self``, ``causal``, ``prompt``) and its label(s) $Y_i$ — so that deleting an input's span while
+        lowering $n$ keeps every other number."""
+        zshape = {"cross": (), "sequence": (K,)}.get(queries)
+        yshape = {"sequence": (K,), "causal": (T,)}.get(queries, ())
+        v = self.gaussians((*lead, d))
+        shared = self.gaussians((*lead, d)) if queries == "prompt" else None
+        G = np.empty((*lead, n, T, d))
+        Z = None if zshape is None else np.empty((*lead, n, *zshape, d))
+        Y = np.empty((*lead, n, *yshape))
+
+        def one_input(s):
+            x = s.gaussians((*lead, T, d))  # one row per token: lowering T can delete any token's row
+            z = None if zshape is None else s.gaussians((*lead, *zshape, d))
+            return x, z, _signs(s, (*lead, *yshape))
+
+        at = lambda i, m: (Ellipsis, i, *[slice(None)] * m)  # noqa: E731 - input i of an array with m trailing axes
+        for i in range(n):
+            G[at(i, 2)], z, Y[at(i, len(yshape))] = self.block(one_input)
+            if Z is not None:
+                Z[at(i, len(zshape) + 1)] = z
+        return v, G, Z, Y, shared
 
 
 class _RngSource:
+    """Numbers from a numpy generator (the batched path :func:`batch`)."""
+
     def __init__(self, rng: np.random.Generator):
         self.rng = rng
 
@@ -95,8 +222,31 @@ class _RngSource:
     def ints(self, shape: tuple[int, ...], lo: int, hi: int) -> np.ndarray:
         return self.rng.integers(lo, hi + 1, size=shape).astype(np.int64)
 
-    def seed(self) -> int:
-        return int(self.rng.integers(0, 2**32 - 1))
+    def gaussians(self, shape: tuple[int, ...]) -> np.ndarray:
+        r"""$\mathcal N(0,1)$ entries (``rng.standard_normal``)."""
+        return self.rng.standard_normal(shape)
+
+    def paper_draws(self, lead, n: int, T: int, d: int, queries: str, K: int = 1):
+        r"""Raw paper-law draws ``(v, X, Z, Y, shared)`` from a generator seeded by one draw of ``rng``, in the
+        order of :mod:`attsvm.generate` ($v$, $X$, then $Y$ and $Z$ as :func:`~attsvm.generate.paper_law`,
+        :func:`~attsvm.generate.sequence`, :func:`~attsvm.generate.causal` draw them): a batch has the same
+        numbers as those generators with that seed."""
+        r = np.random.default_rng(int(self.rng.integers(0, 2**32 - 1)))
+        v = r.standard_normal((*lead, d))
+        X = r.standard_normal((*lead, n, T, d))
+        if queries == "sequence":
+            Z = r.standard_normal((*lead, n, K, d))
+            return v, X, Z, r.choice([-1.0, 1.0], size=(*lead, n, K)), None
+        if queries == "causal":
+            return v, X, None, r.choice([-1.0, 1.0], size=(*lead, n, T)), None
+        Y = r.choice([-1.0, 1.0], size=(*lead, n))
+        if queries == "self":
+            return v, X, None, Y, None
+        Z = r.standard_normal((*lead, n, d))
+        return (v, X, None, Y, Z[..., 0, :]) if queries == "prompt" else (v, X, Z, Y, None)
+
+    def block(self, fn: Callable[[Any], Any]) -> Any:
+        return fn(self)
 
 
 def _signs(src, shape) -> np.ndarray:
@@ -112,10 +262,22 @@ def _dyadic(src, shape, bits: int, lo: int = -1, hi: int = 1) -> np.ndarray:
 
 def _unit_rows(a: np.ndarray) -> np.ndarray:
     """Normalise the last axis; a zero row becomes e_1 (by construction, never 0/0)."""
-    nrm = np.linalg.norm(a, axis=-1, keepdims=True)
     e1 = np.zeros(a.shape[-1])
     e1[0] = 1.0
-    return np.where(nrm > 0, a / np.where(nrm > 0, nrm, 1.0), e1)
+    return _normalise(a, e1)
+
+
+def _normalise(a: np.ndarray, fallback: np.ndarray) -> np.ndarray:
+    r"""$a/\|a\|$ along the last axis (scaled by $\max|a_k|$ first, so subnormal rows keep their direction); a zero
+    row becomes the matching row of ``fallback`` (broadcast against ``a``)."""
+    m = np.max(np.abs(a), axis=-1, keepdims=True)
+    ok = m > 0
+    b = a / np.where(ok, m, 1.0)
+    nrm = np.linalg.norm(b, axis=-1, keepdims=True)
+    scaled = b / np.where(ok, nrm, 1.0)
+    direct = np.linalg.norm(a, axis=-1, keepdims=True)  # a/||a|| as attsvm.generate where ||a|| is a normal float
+    plain = (direct > 1e-150) & np.isfinite(direct)
+    return np.where(plain, a / np.where(plain, direct, 1.0), np.where(ok, scaled, fallback))
 
 
 def _take(a: np.ndarray, idx: np.ndarray) -> np.ndarray:
@@ -127,15 +289,141 @@ def _put(a: np.ndarray, idx: np.ndarray, val: np.ndarray) -> None:
     np.put_along_axis(a, idx[..., None, None], val[..., None, :], axis=-2)
 
 
+def _distinct(
+    X: np.ndarray, coord: int, step: float, frozen: np.ndarray | None = None, sign: np.ndarray | None = None
+) -> np.ndarray:
+    r"""The rows of ``X`` (..., T, m) made pairwise distinct along axis -2 by moving coordinate ``coord``.
+
+    A row equal to an earlier row (or to any ``frozen`` row, which never moves) gets $c_t=\max_{u\in G_t}c_u+
+    \mathrm{step}\,(1+r_t)$, $G_t$ the rows that agree with it in every other coordinate, $r_t$ the number of
+    moved rows of $G_t$ before it. Other rows are unchanged (a generic draw is returned as it is); moved rows
+    exceed everything in their group, and rows of different groups differ elsewhere, so all rows are distinct
+    (``frozen`` rows must be distinct among themselves for that). ``sign`` (..., ) $=\pm1$ per block: move
+    towards $\mathrm{sign}\cdot\infty$ instead (the same rule on $\mathrm{sign}\cdot c$). Exact for dyadic
+    entries and ``step``."""
+    if sign is not None:
+        flip = np.ones(X.shape[-1])
+        flip[coord] = 0.0
+        s = flip + (1.0 - flip) * np.asarray(sign)[..., None, None]
+        return _distinct(X * s, coord, step, frozen) * s
+    T = X.shape[-2]
+    rest = np.delete(X, coord, axis=-1)
+    same = np.all(rest[..., :, None, :] == rest[..., None, :, :], axis=-1)  # (..., T, T): same group
+    col = X[..., coord]
+    equal = same & (col[..., :, None] == col[..., None, :])
+    earlier = np.tri(T, k=-1, dtype=bool)  # [t, u]: u < t
+    frozen = np.zeros(X.shape[:-1], dtype=bool) if frozen is None else np.broadcast_to(frozen, X.shape[:-1])
+    before = earlier | (frozen[..., None, :] & ~np.eye(T, dtype=bool))
+    moved = ~frozen & np.any(equal & before, axis=-1)
+    top = np.max(np.where(same, col[..., None, :], -np.inf), axis=-1)
+    rank = np.sum(same & earlier & moved[..., None, :], axis=-1)
+    out = X.copy()
+    out[..., coord] = np.where(moved, top + step * (1.0 + rank), col)
+    return out
+
+
+# ---------------------------------------------------------------------- the paper law, repaired by construction
+# Raw Gaussian draws are kept when they are valid; otherwise an input is mixed with (or replaced by) a canonical
+# valid configuration. Valid: the scores v^T x_it of one input pairwise at least _GAP apart (so tokens are
+# distinct and every optimal token is unique, for either label and every causal prefix) and, where general
+# position is promised, the tokens affinely independent and the queries linearly independent (smallest singular
+# value >= _GAP). A paper-law draw is invalid with probability ~1e-7: the numpy path keeps the paper's law.
+_GAP = 2.0**-24
+
+
+def _basis(v: np.ndarray) -> np.ndarray:
+    r"""An orthonormal basis (..., d, d) (columns) whose first column is the unit vector $v$ (a Householder
+    reflection $H=I-2ww^\top/\|w\|^2$, $w=v\pm e_1$ with the sign of $v_1$: no cancellation, $He_1=\mp v$)."""
+    d = v.shape[-1]
+    e1 = np.zeros(d)
+    e1[0] = 1.0
+    pos = v[..., :1] >= 0
+    w = np.where(pos, v + e1, e1 - v)
+    H = np.eye(d) - 2.0 * w[..., :, None] * w[..., None, :] / np.sum(w * w, -1)[..., None, None]
+    H[..., :, 0] = v
+    return H
+
+
+def _canonical_tokens(v: np.ndarray, T: int, generic: bool = False) -> np.ndarray:
+    r"""$C_t=\cos\theta_t\,v+\sin\theta_t\,u_{k(t)}$, $\theta_t=\pi t/(T-1)$, $u_k$ the $k$-th basis vector
+    $\perp v$ of :func:`_basis` (..., T, d), needs $d\ge2$: $k(t)=1$ (a half circle in the plane of $v,u_1$), or
+    with ``generic`` $k(t)=1+((t-1)\bmod(d-1))$. Scores $v^\top C_t=\cos\theta_t$ strictly decrease (gaps
+    $\ge1-\cos\frac\pi{T-1}$); with ``generic`` and $T\le d+1$ the $u_{k(t)}$, $0<t<T-1$, are distinct and
+    $C_0=v$, $C_{T-1}=-v$, so the tokens are affinely independent."""
+    d = v.shape[-1]
+    t = np.arange(T)
+    theta = np.pi * t / (T - 1)
+    k = 1 + (t - 1) % (d - 1) if generic else np.ones(T, dtype=np.int64)
+    U = np.swapaxes(_basis(v)[..., :, k], -1, -2)  # (..., T, d)
+    C = np.cos(theta)[:, None] * v[..., None, :] + np.sin(theta)[:, None] * U
+    return _normalise(C, v[..., None, :])
+
+
+def _score_gap(X: np.ndarray, v: np.ndarray) -> np.ndarray:
+    r"""$\min_{t\ne\tau}|v^\top x_{it}-v^\top x_{i\tau}|$ per input (..., n)."""
+    c = np.sort(np.einsum("...ntd,...d->...nt", X, v), -1)
+    return np.min(np.diff(c, axis=-1), axis=-1)
+
+
+def _sigma_min(A: np.ndarray) -> np.ndarray:
+    """Smallest singular value of the stacked matrices A (..., r, c), r <= c."""
+    return np.linalg.svd(A, compute_uv=False)[..., -1]
+
+
+def _first_valid(raw: np.ndarray, canon: np.ndarray, valid: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    r"""Per block (the axes of ``valid``'s result): the first valid of $R$, $\widehat{R+C}$ (rows normalised),
+    $C$ — the canonical configuration $C$, valid by construction, is the last resort."""
+    extra = raw.ndim - valid(canon).ndim  # trailing axes of one block
+    out, done = canon, np.zeros(valid(canon).shape, dtype=bool)
+    for cand in (raw, _normalise(raw + canon, canon)):
+        ok = valid(cand) & ~done
+        out = np.where(ok.reshape(ok.shape + (1,) * extra), cand, out)
+        done |= ok
+    return out
+
+
+def _paper_law(src, lead, n, T, d, queries: str = "cross", K: int = 1, generic: bool = False) -> Dataset:
+    r"""THEORY §4's law: $v,x_{it},z_i\sim\mathcal N(0,I)$ normalised, $Y_i=\pm1$ fair (``queries``: ``cross`` $z_i$,
+    ``sequence`` $K$ queries and labels per input, ``prompt`` one shared query, ``self`` $z_i=x_{i0}$, ``causal``
+    a label per token), the raw Gaussians from ``src.paper_draws``. Repaired per input (:func:`_first_valid`):
+    distinct scores, and with ``generic`` also affinely independent tokens and linearly independent queries
+    ($d\ge\max(T-1,n)$). A zero row normalises to its canonical row."""
+    if d < 2:
+        raise InputError("paper-law strategies need d >= 2")
+    vg, G, Zg, Y, shared = src.paper_draws(lead, n, T, d, queries, K)
+    v = _normalise(vg, np.eye(d)[0])
+    C = np.broadcast_to(_canonical_tokens(v, T, generic)[..., None, :, :], G.shape)
+
+    def valid(X: np.ndarray) -> np.ndarray:
+        ok = _score_gap(X, v) >= _GAP
+        if generic:
+            ok &= _sigma_min(X[..., 1:, :] - X[..., :1, :]) >= _GAP
+        return ok
+
+    X = _first_valid(_normalise(G, C), C, valid)
+    if queries == "self":
+        return Dataset(X, Y, None, v, kind="self", query_index=0)
+    if queries == "causal":
+        return Dataset(X, Y, None, v, kind="causal")
+    if queries == "prompt":
+        z = _normalise(shared, np.eye(d)[0])
+        return Dataset(X, Y, np.broadcast_to(z[..., None, :], (*lead, n, d)).copy(), v)
+    if queries == "sequence":  # a zero query z_ik normalises to e_{(i+k) mod d}, z_i to e_{i mod d}
+        E = np.eye(d)[(np.arange(n)[:, None] + np.arange(K)[None, :]) % d]
+    else:
+        E = np.eye(d)[np.arange(n) % d]
+    Z = _normalise(Zg, E)
+    if generic:  # n <= d: E = (e_1, ..., e_n) is linearly independent
+        Z = _first_valid(Z, np.broadcast_to(E, Z.shape), lambda Q: _sigma_min(Q) >= _GAP)
+    return Dataset(X, Y, Z, v)
+
+
 # ---------------------------------------------------------------------- constructions (numpy, batched)
-def _make_paper(src, lead, n, T, d, self_attention=False) -> Dataset:
-    from .generate import paper_law
-
-    B = lead[0] if lead else None
-    return paper_law(n, T, d, seed=src.seed(), B=B, self_attention=self_attention)
+def _make_paper(src, lead, n, T, d) -> Dataset:
+    return _paper_law(src, lead, n, T, d)
 
 
-def _make_dyadic(src, lead, n, T, d, bits=3) -> Dataset:
+def _make_dyadic(src, lead, n, T, d, bits=3, repeats=False) -> Dataset:
     X = _dyadic(src, (*lead, n, T, d), bits)
     Z = _dyadic(src, (*lead, n, d), bits)
     v = _dyadic(src, (*lead, d), bits)
@@ -158,10 +446,13 @@ def _make_dyadic(src, lead, n, T, d, bits=3) -> Dataset:
     cur = np.take_along_axis(xo, np.broadcast_to(j[..., None, None], (*lead, n, 1)), -1)[..., 0]
     np.put_along_axis(xo, np.broadcast_to(j[..., None, None], (*lead, n, 1)), (cur + sgn * k / 2**bits)[..., None], -1)
     _put(X, o, xo)
+    if not repeats:  # distinct tokens: a repeated non-opt token moves along e_d by whole steps, its score down
+        down = np.where(Y * v[..., None, d - 1] > 0, -1.0, 1.0)  # (..., n): the direction that lowers the score
+        X = _distinct(X, d - 1, 2.0**-bits, frozen=np.arange(T) == o[..., None], sign=down)
     return Dataset(X, Y, Z, v)
 
 
-def _make_equal_scores(src, lead, n, T, d, bits=3, feasible=True) -> Dataset:
+def _make_equal_scores(src, lead, n, T, d, bits=3, feasible=True, repeats=False) -> Dataset:
     if d < 2:
         raise InputError("equal_scores needs d >= 2")
     s = 2**bits
@@ -172,6 +463,8 @@ def _make_equal_scores(src, lead, n, T, d, bits=3, feasible=True) -> Dataset:
     first = np.where(np.arange(T) == o[..., None], hi[..., None], lo[..., None])
     rest = src.floats((*lead, n, T, d - 1))
     X = np.concatenate([(Y[..., None] * first)[..., None], rest], axis=-1)
+    if not repeats:  # the first coordinate (the scores) stays bit-exact; repeats move along e_d
+        X = _distinct(X, d - 1, 1.0 / s)
     v = np.zeros((*lead, d))
     v[..., 0] = 1.0
     Z = src.floats((*lead, n, d))
@@ -182,13 +475,10 @@ def _make_equal_scores(src, lead, n, T, d, bits=3, feasible=True) -> Dataset:
 
 
 def _make_overparam(src, lead, n, T, d_extra=0) -> Dataset:
-    from .generate import paper_law
-
-    B = lead[0] if lead else None
-    return paper_law(n, T, max(T - 1, n, 2) + int(d_extra), seed=src.seed(), B=B)
+    return _paper_law(src, lead, n, T, max(T - 1, n, 2) + int(d_extra), generic=True)
 
 
-def _make_feasible(src, lead, n, T, d, alpha="opt") -> Dataset:
+def _make_feasible(src, lead, n, T, d, alpha="opt", repeats=False) -> Dataset:
     if alpha not in ("opt", "random"):
         raise InputError(f"feasible: alpha must be 'opt' or 'random', got {alpha!r}")
     X = src.floats((*lead, n, T, d))
@@ -199,6 +489,8 @@ def _make_feasible(src, lead, n, T, d, alpha="opt") -> Dataset:
     c = np.linalg.norm(M, axis=(-2, -1)) + 1.0
     Wst = M + c[..., None, None] * np.eye(d)  # sigma_min >= 1
     a = src.ints((*lead, n), 0, T - 1)
+    if not repeats:  # distinct tokens (the selected one is shifted below to margin >= 1 from all others)
+        X = _distinct(X, d - 1, 0.125)
     u = np.einsum("...de,...ne->...nd", Wst, Z)
     e = Y[..., None] * v[..., None, :]  # (..., n, d)
     if alpha == "opt":
@@ -223,7 +515,7 @@ def _make_feasible(src, lead, n, T, d, alpha="opt") -> Dataset:
     return Dataset(X, Y, Z, v, alpha=a)
 
 
-def _make_local(src, lead, n, T, d, locally_optimal=True, bits=2) -> Dataset:
+def _make_local(src, lead, n, T, d, locally_optimal=True, bits=2, repeats=False) -> Dataset:
     if T < 3 or d < 2:
         raise InputError("locally_optimal/not_locally_optimal need T >= 3 and d >= 2")
     s = 2**bits
@@ -257,6 +549,15 @@ def _make_local(src, lead, n, T, d, locally_optimal=True, bits=2) -> Dataset:
     e0[0] = 1.0
     pp = np.where(sup, 1.0, p[..., : T - 1])
     qq = np.where(sup[..., None], 0.0, q[..., : T - 1, :])
+    if not repeats:
+        # support tokens apart along e_2: q_t = (r_t - (k_i-1)/2) h e_2 sums to 0 over an input's support (so the
+        # KKT point stays e_1 e_d^T), h = 2^floor(log2(|v_1|/(|v_2| T))) keeps |v^T q_t| < |v_1|/2 (dyadic)
+        h = np.exp2(np.floor(np.log2(np.abs(v[..., 0]) / (np.abs(v[..., 1]) * T))))
+        qq[..., 1] += np.where(sup, rank - (k[..., None] - 1) / 2.0, 0.0) * h[..., None, None]
+        # far tokens: distinct (p_t, q_t's coordinates 3..d) by raising p_t (margins only grow; coordinate 2
+        # is kappa's, set below)
+        key = _distinct(np.concatenate([pp[..., None], qq[..., 2:]], -1), 0, 1.0 / s, frozen=sup)
+        pp = key[..., 0]
     if locally_optimal:
         # a designated input's last token: q = kappa e_1 so that it scores g above alpha (alpha != opt)
         i_star = src.ints(lead, 0, n - 1)
@@ -276,7 +577,7 @@ def _make_local(src, lead, n, T, d, locally_optimal=True, bits=2) -> Dataset:
     return Dataset(X, Y, Z, v, alpha=a)
 
 
-def _make_infeasible(src, lead, n, T, d, bits=3) -> Dataset:
+def _make_infeasible(src, lead, n, T, d, bits=3, repeats=False) -> Dataset:
     X = _dyadic(src, (*lead, n, T, d), bits)
     Z = _dyadic(src, (*lead, n, d), bits)
     v = _dyadic(src, (*lead, d), bits)
@@ -284,45 +585,44 @@ def _make_infeasible(src, lead, n, T, d, bits=3) -> Dataset:
     i_star = src.ints(lead, 0, n - 1)
     a_star = src.ints(lead, 0, T - 1)
     delta = _dyadic(src, (*lead, d), bits)
-    gam = Y[..., None] * np.einsum("...ntd,...d->...nt", X, v)
-    a = np.argmax(gam, -1)
-    a = np.where(np.arange(n) == i_star[..., None], a_star[..., None], a)
+    if not repeats and T >= 3:  # a true midpoint: delta != 0
+        delta[..., 0] = np.where(np.all(delta == 0, -1), 2.0**-bits, delta[..., 0])
     # input i*: tokens (a*+1) and (a*+2) mod T are x_a +- delta (midpoint); for T = 2 a duplicate
     Xi = np.take_along_axis(X, i_star[..., None, None, None], axis=-3)[..., 0, :, :]  # (..., T, d)
     xa = np.take_along_axis(Xi, a_star[..., None, None], axis=-2)[..., 0, :]
     t1 = (a_star + 1) % T
     np.put_along_axis(Xi, t1[..., None, None], (xa + delta)[..., None, :], axis=-2)
+    special = (np.arange(T) == a_star[..., None]) | (np.arange(T) == t1[..., None])
     if T >= 3:
         t2 = (a_star + 2) % T
         np.put_along_axis(Xi, t2[..., None, None], (xa - delta)[..., None, :], axis=-2)
+        special |= np.arange(T) == t2[..., None]
     else:
         np.put_along_axis(Xi, t1[..., None, None], xa[..., None, :], axis=-2)
     np.put_along_axis(X, i_star[..., None, None, None], Xi[..., None, :, :], axis=-3)
+    if not repeats:  # every other token distinct (the construction's own tokens stay put)
+        frozen = (np.arange(n) == i_star[..., None])[..., None] & special[..., None, :]
+        X = _distinct(X, d - 1, 2.0**-bits, frozen=frozen)
+    gam = Y[..., None] * np.einsum("...ntd,...d->...nt", X, v)
+    a = np.argmax(gam, -1)
+    a = np.where(np.arange(n) == i_star[..., None], a_star[..., None], a)
     return Dataset(X, Y, Z, v, alpha=a)
 
 
 def _make_sequence(src, lead, n, T, d, K=2) -> Dataset:
-    from .generate import sequence
-
-    return sequence(n, T, d, K, seed=src.seed(), B=lead[0] if lead else None)
+    return _paper_law(src, lead, n, T, d, queries="sequence", K=K)
 
 
 def _make_causal(src, lead, n, T, d) -> Dataset:
-    from .generate import causal
-
-    return causal(n, T, d, seed=src.seed(), B=lead[0] if lead else None)
+    return _paper_law(src, lead, n, T, d, queries="causal")
 
 
 def _make_prompt(src, lead, n, T, d) -> Dataset:
-    from .generate import paper_law
-
-    ds = paper_law(n, T, d, seed=src.seed(), B=lead[0] if lead else None)
-    Z = np.broadcast_to(ds.Z[..., :1, :], ds.Z.shape).copy()  # one shared query
-    return Dataset(ds.X, ds.Y, Z, ds.v)
+    return _paper_law(src, lead, n, T, d, queries="prompt")
 
 
 def _make_self(src, lead, n, T, d) -> Dataset:
-    return _make_paper(src, lead, n, T, d, self_attention=True)
+    return _paper_law(src, lead, n, T, d, queries="self")
 
 
 # ---------------------------------------------------------------------- the hypothesis schema
@@ -375,15 +675,17 @@ def _sizes(**floors: int) -> dict[str, Size]:
 _BITS = Option(int, lo=1, hi=16)
 # name -> (construction, sizes in draw order, options). The paper law needs d >= 2: unit-norm 1-D tokens are
 # +-1 (ties). overparam derives d from n, T and d_extra.
+_REPEATS = Option(bool)  # repeats=True: tokens may repeat inside an input (as drawn); default False: distinct
+_LBITS = Option(int, lo=1, hi=8)
 _SCHEMA: dict[str, tuple[Callable[..., Dataset], dict[str, Size], dict[str, Option]]] = {
     "paper": (_make_paper, _sizes(d=2), {}),
-    "dyadic": (_make_dyadic, _sizes(), {"bits": _BITS}),
-    "equal_scores": (_make_equal_scores, _sizes(d=2), {"bits": _BITS, "feasible": Option(bool)}),
+    "dyadic": (_make_dyadic, _sizes(), {"bits": _BITS, "repeats": _REPEATS}),
+    "equal_scores": (_make_equal_scores, _sizes(d=2), {"bits": _BITS, "feasible": Option(bool), "repeats": _REPEATS}),
     "overparam": (_make_overparam, {**{k: v for k, v in _sizes().items() if k != "d"}, "d_extra": Size((0, 3), 0)}, {}),
-    "feasible": (_make_feasible, _sizes(), {"alpha": Option(str, choices=("opt", "random"))}),
-    "locally_optimal": (_make_local, _sizes(T=3, d=2), {"bits": Option(int, lo=1, hi=8)}),
-    "not_locally_optimal": (_make_local, _sizes(T=3, d=2), {"bits": Option(int, lo=1, hi=8)}),
-    "infeasible": (_make_infeasible, _sizes(), {"bits": _BITS}),
+    "feasible": (_make_feasible, _sizes(), {"alpha": Option(str, choices=("opt", "random")), "repeats": _REPEATS}),
+    "locally_optimal": (_make_local, _sizes(T=3, d=2), {"bits": _LBITS, "repeats": _REPEATS}),
+    "not_locally_optimal": (_make_local, _sizes(T=3, d=2), {"bits": _LBITS, "repeats": _REPEATS}),
+    "infeasible": (_make_infeasible, _sizes(), {"bits": _BITS, "repeats": _REPEATS}),
     "sequence": (_make_sequence, {**_sizes(d=2), "K": Size((1, 3), 1, 100)}, {}),
     "causal": (_make_causal, _sizes(d=2), {}),
     "prompt": (_make_prompt, _sizes(d=2), {}),
@@ -391,6 +693,7 @@ _SCHEMA: dict[str, tuple[Callable[..., Dataset], dict[str, Size], dict[str, Opti
 }
 _FIXED = {"not_locally_optimal": {"locally_optimal": False}, "locally_optimal": {"locally_optimal": True}}
 _MAX_COMBOS = 200_000
+_PAD_MAX = 32  # Gaussian rows are padded to the largest allowed d up to this width
 
 
 def schema(name: str) -> dict[str, str]:
@@ -509,6 +812,22 @@ class Plan:
     def build(self, src: Any, lead: tuple[int, ...], sizes: dict[str, int]) -> Dataset:
         return _SCHEMA[self.name][0](src, lead, **sizes, **self.options, **_FIXED.get(self.name, {}))
 
+    def padding(self, sizes: dict[str, int]) -> tuple[int, int]:
+        """``(d, width)`` for :class:`_HypSource`: the drawn $d$ and the largest $d$ the plan allows after the sizes
+        drawn before it (at most :data:`_PAD_MAX`; a larger $d$ is not padded), so that lowering $d$ keeps every
+        number. (Tokens are not padded: dead draws cost the search's targeting phase more than they help.)"""
+        order = list(self.ranges)
+
+        def hi(key: str) -> int:
+            return self.bounds(key, {k: sizes[k] for k in order[: order.index(key)]})[1]
+
+        if "d" in self.ranges:
+            d, dhi = sizes["d"], hi("d")
+        else:  # overparam: d = max(T - 1, n, 2) + d_extra
+            base = max(sizes["T"] - 1, sizes["n"], 2)
+            d, dhi = base + sizes["d_extra"], base + hi("d_extra")
+        return d, (min(dhi, _PAD_MAX) if d <= _PAD_MAX else d)
+
 
 def plan(name: Any, params: dict[str, Any]) -> Plan:
     """Validate strategy ``name``'s parameters (unknown keys, types, ranges, relations) into a :class:`Plan`.
@@ -564,7 +883,7 @@ def _strategy(name: str, **params: Any):
     @st.composite
     def build(draw):
         sz = p.draw_sizes(lambda lo, hi: draw(st.integers(lo, hi)))
-        return p.build(_HypSource(draw), (), sz)
+        return p.build(_HypSource(draw, p.padding(sz)), (), sz)
 
     return build()
 

@@ -9,6 +9,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from attsvm import strategies as S
 from attsvm.data import Dataset
@@ -91,6 +92,137 @@ def exact_scores(ds: Dataset) -> list[list[Fraction]]:
 
 
 # ---------------------------------------------------------------------- strategies
+def has_repeat(ds: Dataset) -> bool:
+    """Some input (of some batch entry) has two equal tokens."""
+    X = np.asarray(ds.X).reshape(-1, ds.T, ds.d)
+    return any(len(np.unique(Xi, axis=0)) < ds.T for Xi in X)
+
+
+def min_score_gap(ds: Dataset) -> float:
+    """The smallest difference between two scores v^T x_it of one input (labels aside)."""
+    c = np.sort(np.einsum("...ntd,...d->...nt", ds.X, ds.v), -1)
+    return float(np.min(np.diff(c, axis=-1)))
+
+
+PAPER_FAMILY = ["paper", "overparam", "sequence", "causal", "prompt", "self_attention"]
+SMALL = {
+    "locally_optimal": {"n": (1, 3), "T": (3, 4), "d": (2, 3)},
+    "not_locally_optimal": {"n": (1, 3), "T": (3, 4), "d": (2, 3)},
+    "infeasible": {"T": (3, 5)},  # T = 2 is the deliberate duplicate (below)
+}
+
+
+@pytest.mark.parametrize("name", sorted(S.STRATEGIES))
+def test_no_token_repeats_inside_an_input(name):
+    """Every strategy, Hypothesis and numpy: the tokens of one input are distinct (by construction)."""
+
+    @settings(max_examples=40, database=None)
+    @given(S.STRATEGIES[name](**SMALL.get(name, {})))
+    def check(ds):
+        assert not has_repeat(ds)
+
+    check()
+    assert not has_repeat(S.batch(name, 200, seed=1, **SMALL.get(name, {})))
+
+
+@given(S.infeasible(T=2, n=(1, 3)))
+def test_infeasible_keeps_its_duplicate_at_T2(ds):
+    i = int(np.flatnonzero([len(np.unique(Xi, axis=0)) < 2 for Xi in ds.X])[0])
+    assert np.array_equal(ds.X[i, 0], ds.X[i, 1]) and not lp_feasible(ds, ds.alpha)
+
+
+@pytest.mark.parametrize("name", ["dyadic", "feasible", "equal_scores", "locally_optimal"])
+def test_repeats_true_allows_repeated_tokens(name):
+    from hypothesis import find
+
+    ds = find(
+        S.STRATEGIES[name](repeats=True, **SMALL.get(name, {})),
+        has_repeat,
+        settings=settings(database=None, max_examples=500),
+    )
+    assert has_repeat(ds)
+
+
+@pytest.mark.parametrize("name", PAPER_FAMILY)
+def test_paper_family_scores_apart(name):
+    """Distinct scores in every input (unique opt for either label and every causal prefix), unit rows."""
+
+    @settings(max_examples=40, database=None)
+    @given(S.STRATEGIES[name]())
+    def check(ds):
+        assert min_score_gap(ds) >= S._GAP
+        assert np.allclose(np.linalg.norm(ds.X, axis=-1), 1, rtol=0, atol=1e-14)
+        assert abs(np.linalg.norm(ds.v) - 1) <= 1e-14
+
+    check()
+
+
+@pytest.mark.parametrize("name", PAPER_FAMILY)
+@pytest.mark.parametrize("seed", [0, 3])
+def test_batch_keeps_the_generate_numbers(name, seed):
+    """The numpy path draws the paper law as :mod:`attsvm.generate` does: the same arrays for the seed drawn from
+    the batch seed (after the sizes)."""
+    from attsvm import generate
+
+    params = {"n": 3, "T": 4, **({"d_extra": 1} if name == "overparam" else {"d": 3})}
+    b = S.batch(name, 5, seed=seed, **params)
+    rng = np.random.default_rng(seed)
+    S.plan(name, params).draw_sizes(lambda lo, hi: rng.integers(lo, hi + 1))  # as batch() does
+    s = int(rng.integers(0, 2**32 - 1))
+    d = 4 if name == "overparam" else 3
+    if name == "sequence":
+        ref = generate.sequence(3, 4, d, K=b.K, seed=s, B=5)
+    elif name == "causal":
+        ref = generate.causal(3, 4, d, seed=s, B=5)
+    else:
+        ref = generate.paper_law(3, 4, d, seed=s, B=5, self_attention=name == "self_attention")
+    assert np.array_equal(b.X, ref.X) and np.array_equal(b.Y, ref.Y) and np.array_equal(b.v, ref.v)
+    zref = np.broadcast_to(ref.Z[..., :1, :], ref.Z.shape) if name == "prompt" else ref.Z
+    assert b.kind == ref.kind and np.array_equal(b.Z, zref)
+
+
+@pytest.mark.parametrize("generic", [False, True])
+def test_canonical_tokens_are_valid(generic):
+    """The last resort of the paper-law repair: distinct scores, and affinely independent for T <= d + 1."""
+    rng = np.random.default_rng(0)
+    for d in range(2, 9):
+        v = S._unit_rows(rng.standard_normal((3, d)))
+        for T in range(2, (d + 2 if generic else 40)):
+            C = S._canonical_tokens(v, T, generic)
+            assert np.allclose(np.linalg.norm(C, axis=-1), 1, rtol=0, atol=1e-14)
+            c = np.sort(np.einsum("btd,bd->bt", C, v), -1)
+            assert np.min(np.diff(c, axis=-1)) >= S._GAP
+            if generic:
+                assert np.min(S._sigma_min(C[:, 1:] - C[:, :1])) >= S._GAP
+
+
+@settings(max_examples=60)
+@given(
+    X=st.integers(1, 5).flatmap(
+        lambda T: st.lists(st.lists(st.integers(-2, 2), min_size=3, max_size=3), min_size=T, max_size=T)
+    ),
+    data=st.data(),
+)
+def test_distinct_rows(X, data):
+    X = np.array(X, dtype=np.float64) / 4
+    T = len(X)
+    frozen = np.zeros(T, dtype=bool)
+    if T and data.draw(st.booleans()):  # freeze the first occurrence of each distinct row
+        _, first = np.unique(X, axis=0, return_index=True)
+        frozen[first[: data.draw(st.integers(0, len(first)))]] = True
+    sign = data.draw(st.sampled_from([1.0, -1.0]))
+    out = S._distinct(X, 2, 0.25, frozen=frozen, sign=np.array(sign))
+    assert len(np.unique(out, axis=0)) == T  # distinct
+    assert np.array_equal(out[frozen], X[frozen]) and np.array_equal(out[:, :2], X[:, :2])
+    unique_before = np.array([not np.any(np.all(X[:t] == X[t], -1)) for t in range(T)], dtype=bool)
+    clash_frozen = np.array([np.any(np.all(X[frozen] == X[t], -1)) and not frozen[t] for t in range(T)], dtype=bool)
+    keep = unique_before & ~clash_frozen
+    assert np.array_equal(out[keep], X[keep])  # a row that repeats nothing stays
+    moved = ~np.all(out == X, -1)
+    assert np.all(sign * (out[moved, 2] - X[moved, 2]) > 0)  # moved the way asked, by whole steps
+    assert np.all((out[:, 2] * 4) == np.round(out[:, 2] * 4))
+
+
 @given(S.paper(n=(1, 3), T=(2, 4), d=(2, 4)))
 def test_paper_law_unit_norms_and_labels(ds):
     assert np.allclose(np.linalg.norm(ds.X, axis=-1), 1, rtol=0, atol=1e-14)
@@ -216,6 +348,10 @@ def test_relu_head_unit_frobenius(V):
         ("locally_optimal", {}, (1, 3, 2)),
         ("infeasible", {}, (1, 2, 1)),
         ("equal_scores", {}, (1, 2, 2)),
+        ("sequence", {}, (1, 2, 2)),
+        ("causal", {}, (1, 2, 2)),
+        ("prompt", {}, (1, 2, 2)),
+        ("self_attention", {}, (1, 2, 2)),
     ],
 )
 def test_shrinks_to_smallest_sizes_and_simple_numbers(name, params, floor):
@@ -227,6 +363,21 @@ def test_shrinks_to_smallest_sizes_and_simple_numbers(name, params, floor):
     assert (ds.n, ds.T, ds.d) == floor
     if name in ("dyadic", "infeasible"):
         assert np.count_nonzero(ds.X) <= 2  # numbers shrink to zero (up to the structural bump)
+    if name in PAPER_FAMILY:  # every Gaussian shrinks to 0: v = e_1 and the canonical tokens
+        assert np.array_equal(ds.v, np.eye(d)[0]) and np.array_equal(ds.Y, np.ones_like(ds.Y))
+        assert np.allclose(ds.X[0], S._canonical_tokens(ds.v, T), rtol=0, atol=1e-15)
+
+
+def test_lowering_sizes_keeps_the_other_numbers():
+    """Shrinking a planted failure that needs one input, one token and one coordinate of it: the shrinker deletes
+    the other inputs' and tokens' spans and drops the padded last coordinates without moving the witness."""
+    from hypothesis import find
+
+    def witness(ds):  # some token with |x_1| > 0.9 and an input whose label is -1 (so n and d can both shrink)
+        return bool(np.any((np.abs(ds.X[..., 0]) > 0.9) & (ds.Y[..., None] < 0)))
+
+    ds = find(S.paper(n=(1, 4), T=(2, 5), d=(2, 4)), witness, settings=settings(database=None, max_examples=500))
+    assert (ds.n, ds.T, ds.d) == (1, 2, 2)
 
 
 def test_unknown_strategy_and_parameter_are_input_errors():

@@ -12,6 +12,10 @@ Three modes:
 * ``replay`` — draws return recorded values (confirmation, ``--replay``);
 * ``empirical`` — no Hypothesis: ``draw_matrix``/``draw_float`` use the seeded :meth:`rng`;
   :meth:`draw` of a Hypothesis strategy is an error.
+
+A case has a ``precision``: ``"float64"`` (search, empirical runs) or ``"mp"`` (the automatic confirmation
+replays the case at ``dps`` digits); ``case.kit`` is the :mod:`attsvm.kit` of that precision, so a conclusion
+written against it is evaluated in both without a second implementation.
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ class Case:
         index: int = 0,
         hypothesis_data: Any = None,
         replay: list[Any] | None = None,
+        precision: str = "float64",
+        dps: int | None = None,
     ) -> None:
         self.data = data
         self.batch = batch
@@ -55,6 +61,8 @@ class Case:
         self._cursor = 0
         self.draws: list[Any] = []  # values drawn by the conclusion, in order
         self._rng: np.random.Generator | None = None
+        self.precision = precision
+        self.dps = dps
 
     # ------------------------------------------------------------------ mode
     @property
@@ -65,9 +73,19 @@ class Case:
             return "search"
         return "empirical"
 
-    def replayed(self) -> Case:
-        """A fresh case with the same data and the draws of this one, replayed in order."""
+    @property
+    def kit(self) -> Any:
+        """The helpers of :mod:`attsvm.kit` in this case's precision: float64 while searching, mpmath (``dps``
+        digits) when the automatic confirmation re-runs the conclusion."""
+        from .. import kit
+
+        return kit.for_precision(self.precision, self.dps or kit.CONFIRM_DPS[0])
+
+    def replayed(self, precision: str = "float64", dps: int | None = None) -> Case:
+        """A fresh case with the same data and the draws of this one, replayed in order (in ``precision``)."""
         return Case(
+            precision=precision,
+            dps=dps,
             data=self.data,
             batch=self.batch,
             hypotheses=self.hypotheses,

@@ -49,7 +49,8 @@ def decode_draw(x: Any) -> Any:
     return x
 
 
-def _slug(s: str) -> str:
+def slug(s: str) -> str:
+    """``s`` as a file-name part (anything but letters, digits, ``_ . -`` becomes ``_``)."""
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", s)
 
 
@@ -61,14 +62,15 @@ def commands(res: ClaimResult, npz: Path | None) -> dict[str, str]:
     return out
 
 
-def save(res: ClaimResult, out_dir: str | os.PathLike) -> Path | None:
-    """Save ``res``'s failing case (if any) as ``<id>-seed<S>.npz`` + ``.json``; return the ``.npz`` path."""
+def save(res: ClaimResult, out_dir: str | os.PathLike, name: str | None = None) -> Path | None:
+    """Save ``res``'s failing case (if any) as ``<name>.npz`` + ``.json`` (default name ``<id>-seed<S>``); return
+    the ``.npz`` path."""
     case = res.case
     if case is None:
         return None
     d = Path(out_dir)
     d.mkdir(parents=True, exist_ok=True)
-    stem = d / f"{_slug(res.id)}-seed{res.seed}"
+    stem = d / (name or f"{slug(res.id)}-seed{res.seed}")
     npz = None
     if case.data is not None:
         npz = case.data.save(stem.with_suffix(".npz"))
@@ -83,6 +85,8 @@ def save(res: ClaimResult, out_dir: str | os.PathLike) -> Path | None:
         "verdict": res.verdict,
         "reason": res.reason,
         "confirmed": res.confirmed,
+        "confirmation_method": res.confirmation_method,
+        "sizes": res.sizes,
         "data": None if npz is None else npz.name,
         "draws": encode_draw(list(case.draws)),
         "outcome": None,

@@ -107,16 +107,19 @@ def discover(paths: Iterable[str | os.PathLike] | str | os.PathLike | None = Non
     return claims
 
 
-def select(claims: list[Claim], only: Iterable[str] | None) -> list[Claim]:
-    """Claims whose id is in ``only`` (an unknown id is an InputError); None: all."""
-    if not only:
-        return claims
-    only = list(only)
-    ids = {c.id for c in claims}
-    for o in only:
-        if o not in ids:
-            raise InputError(f"unknown claim id {o!r} (--only)")
-    return [c for c in claims if c.id in set(only)]
+def select(claims: list[Claim], only: Iterable[str] | None, keyword: str | None = None) -> list[Claim]:
+    """Claims whose id is in ``only`` (an unknown id is an InputError; None: all), then those selected by the
+    keyword expression ``keyword`` (``-k``, :mod:`.keyword`; None: all; selecting none is an InputError)."""
+    from .keyword import select_keyword
+
+    if only:
+        only = list(only)
+        ids = {c.id for c in claims}
+        for o in only:
+            if o not in ids:
+                raise InputError(f"unknown claim id {o!r} (--only)")
+        claims = [c for c in claims if c.id in set(only)]
+    return select_keyword(claims, keyword)
 
 
 def dependency_order(claims: list[Claim]) -> list[Claim]:

@@ -21,12 +21,27 @@ from .verdict import ClaimResult, decided_text, jsonable
 COLUMNS = ("id", "origin", "verdict", "examples", "decided", "worst margin", "seconds")
 
 
+def confirmed_label(r: ClaimResult) -> str:
+    """Short: ``50 digits, automatic`` / ``high precision`` / ``exact`` / ``ball arithmetic``."""
+    if r.confirmed_by == "automatic":
+        return "50 digits, automatic"
+    return {"rigorous": "ball arithmetic"}.get(r.confirmed_how or "", r.confirmed_how or "high precision")
+
+
+def _confirmation_text(r: ClaimResult) -> str:
+    sz = r.sizes
+    at = f" on a counterexample with n={sz['n']}, T={sz['T']}, d={sz['d']}" if sz else ""
+    if r.confirmed:
+        return f"confirmed by {r.confirmation_method or r.confirmed_how}{at}"
+    return f"not confirmed{at}"
+
+
 def verdict_cell(r: ClaimResult) -> str:
     v = r.verdict
     if r.unconfirmed:
         v += ": unconfirmed failure"
     elif r.confirmed:
-        v += f", confirmed ({r.confirmed_how or 'high precision'})"
+        v += f", confirmed ({confirmed_label(r)})"
     if not r.matches:
         v += " (!)"
     elif r.finding:
@@ -81,7 +96,9 @@ def table(results: list[ClaimResult]) -> str:
     for r in results:
         if r.counterexample:
             cmd = _commands(r).get("replay") or _commands(r).get("rerun")
-            lines.append(f"  {r.id}: counterexample {r.counterexample}; reproduce: {cmd}")
+            sz = r.sizes
+            at = f" (n={sz['n']}, T={sz['T']}, d={sz['d']})" if sz else ""
+            lines.append(f"  {r.id}: counterexample{at} {r.counterexample}; reproduce: {cmd}")
     return "\n".join(lines)
 
 
@@ -158,7 +175,7 @@ def markdown(results: list[ClaimResult], title: str = "attsvm check") -> str:
             continue
         what = "refuted" if r.verdict == "refuted" else "unconfirmed failure"
         md += ["", f"## `{r.id}` {what} — {r.title}", ""]
-        md.append(f"Origin: {r.origin}; expected: {r.expected}; confirmed at high precision: {r.confirmed}.")
+        md.append(f"Origin: {r.origin}; expected: {r.expected}; {_confirmation_text(r)}.")
         md.append(f"Reason: {r.reason}.")
         if r.finding:
             md.append(f"Finding (pinned in the claim file): {r.finding}")
@@ -194,7 +211,7 @@ def latex(results: list[ClaimResult], standalone: bool = True) -> str:
         if r.verdict != "refuted":
             continue
         t.append(r"\subsection*{\texttt{" + tex_escape(r.id) + "} refuted}")
-        t.append(tex_escape(f"{r.title}. Origin: {r.origin}; confirmed at high precision: {r.confirmed}. {r.reason}."))
+        t.append(tex_escape(f"{r.title}. Origin: {r.origin}; {_confirmation_text(r)}. {r.reason}."))
         t.append("")
         t.append(r"\begin{verbatim}")
         for name, text in _case_numbers(r):

@@ -100,6 +100,7 @@ def _evidence(decided: int, undecided: int, what: str, reasons: Any = None, exha
 def _apply(res: ClaimResult, c: Any) -> None:
     """Set ``res``'s verdict from the :class:`~.confirm.Confirmation` of its failing case."""
     res.confirm_outcome = c.outcome
+    res.confirmed_by, res.confirmation_method = c.by, c.method
     if c.confirmed:
         res.verdict, res.confirmed, res.confirmed_how, res.reason = "refuted", True, c.how, c.reason
     elif c.status == "cleared":
@@ -133,16 +134,29 @@ def run_claim(
     out: str | os.PathLike | None = None,
     on_example: Callable[[Any], None] | None = None,
     allow_inconclusive: bool = False,
+    db: Any = None,
 ) -> ClaimResult:
-    """Check one claim; return its :class:`ClaimResult` (saving a failing case under ``out`` if given)."""
+    """Check one claim; return its :class:`ClaimResult` (saving a failing case under ``out`` if given).
+
+    ``db``: a :class:`~.database.Database` — its stored failures of a universal claim are replayed first, and a
+    failing case found is stored (None: no database)."""
     b = resolve_budget(budget)
     validate(claim)
     examples = examples_for(claim, b, examples)
     t0 = time.perf_counter()
-    if claim.kind == "empirical":
+    hit = db.replay(claim, budget=b, device=device) if db is not None and claim.kind == "universal" else None
+    if hit is not None:
+        res = _base(claim, seed=int(hit.case.seed), budget=b, examples=1, worst_margin=float(hit.outcome.margin))
+        res.case, res.outcome = hit.case, hit.outcome
+        _apply(res, hit.confirmation)
+        res.reason += f" (replayed from the counterexample database: {hit.path})"
+        res.detail = {"from_database": str(hit.path)}
+    elif claim.kind == "empirical":
         res = _run_empirical(claim, examples, seed, b, device)
     else:
         res = _run_universal(claim, examples, seed, b, device, seconds, on_example)
+    if db is not None and claim.kind == "universal" and hit is None and res.outcome is not None:
+        db.store(res)
     res.seconds = time.perf_counter() - t0
     res.allow_inconclusive = bool(allow_inconclusive)
     failing = res.outcome is not None or res.error is not None  # a failure, or the case the claim broke on
@@ -307,8 +321,10 @@ def check(
     seconds: float | None = None,
     progress: Progress | None = None,
     allow_inconclusive: bool = False,
+    db: Any = None,
 ) -> list[ClaimResult]:
-    """Run ``claims`` (dependency order); save failing cases under ``out``; report progress."""
+    """Run ``claims`` (dependency order); save failing cases under ``out``; report progress; ``db`` the
+    counterexample database (:func:`run_claim`)."""
     from .discover import dependency_order
 
     b = resolve_budget(budget)
@@ -332,6 +348,7 @@ def check(
                 out=out,
                 on_example=progress.example if progress is not None else None,
                 allow_inconclusive=allow_inconclusive,
+                db=db,
             )
             done = {x.id: x for x in results}
             broken = [d for d in c.depends if d in done and done[d].verdict == "refuted" and done[d].expected == "true"]

@@ -67,7 +67,20 @@ class ClaimResult:
     decided: dict[str, int] = field(default_factory=dict)  # how -> decided examples / runs
     unconfirmed: bool = False  # a float64 failure that was not cleared at high precision
     confirmed_how: str | None = None  # how the counterexample was confirmed (high precision, exact, ...)
+    confirmed_by: str | None = None  # "confirmer" (hand-written) or "automatic" (the conclusion re-run with the kit)
+    confirmation_method: str | None = None  # e.g. "50 digits (automatic: ..., stable at 100)", "exact (confirm)"
     allow_inconclusive: bool = False
+
+    @property
+    def sizes(self) -> dict[str, int] | None:
+        """The failing case's sizes ``{"n", "T", "d"}`` (and ``K`` for sequence data); None without a case."""
+        ds = getattr(self.case, "data", None) if self.case is not None else None
+        if ds is None:
+            return None
+        out = {"n": int(ds.n), "T": int(ds.T), "d": int(ds.d)}
+        if ds.K is not None:
+            out["K"] = int(ds.K)
+        return out
 
     @property
     def matches(self) -> bool:
@@ -111,6 +124,9 @@ class ClaimResult:
             "decided": {k: int(v) for k, v in self.decided.items()},
             "unconfirmed_failure": bool(self.unconfirmed),
             "confirmed_how": self.confirmed_how,
+            "confirmed_by": self.confirmed_by,
+            "confirmation_method": self.confirmation_method,
+            "counterexample_sizes": self.sizes,
             "mismatch": self.mismatch,
             "finding": self.finding or None,
         }

@@ -2,9 +2,9 @@
 
 ::
 
-    attsvm check [PATH ...] [--only ID ...] [--examples N] [--seed S] [--budget ci|default|thorough|X]
+    attsvm check [PATH ...] [--only ID ...] [-k EXPR] [--examples N] [--seed S] [--budget ci|default|thorough|X]
                  [--seconds S] [--json FILE] [--markdown FILE] [--latex FILE] [--device cpu|cuda]
-                 [--out DIR] [--replay FILE.npz] [--list]
+                 [--out DIR] [--replay FILE.npz] [--db DIR | --no-db] [--list]
 
 PATH: claim files or folders (default: the built-in ``proofs/`` collection). Exit 0 when every verdict
 matches its expectation (the policy of :mod:`attsvm.claims.verdict`: true claims ``verified``, expected-false
@@ -30,6 +30,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     )
     p.add_argument("paths", nargs="*", metavar="PATH", help="claim files or folders (default: built-in proofs/)")
     p.add_argument("--only", nargs="+", metavar="ID", action="extend", help="run only these claim ids")
+    p.add_argument("-k", dest="keyword", metavar="EXPR", help="select claims by id/origin/kind words, as pytest -k")
     p.add_argument("--examples", type=int, metavar="N", help="examples (universal) or runs (empirical) per claim")
     p.add_argument("--seed", type=int, default=0, metavar="S", help="base seed (default 0)")
     p.add_argument(
@@ -47,6 +48,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "--out", default="attsvm-counterexamples", metavar="DIR", help="counterexample folder (.npz + .json)"
     )
     p.add_argument("--replay", metavar="FILE", help="re-evaluate a saved counterexample (.npz) instead of searching")
+    p.add_argument(
+        "--db",
+        default=".attsvm/db",
+        metavar="DIR",
+        help="counterexample database: failures found are stored and replayed first next time (default .attsvm/db)",
+    )
+    p.add_argument("--no-db", action="store_true", help="neither read nor write the counterexample database")
     p.add_argument(
         "--allow-inconclusive",
         action="store_true",
@@ -103,16 +111,19 @@ def run(args) -> int:
 
         _, info = load(args.replay)
         paths = args.paths or ([info["file"]] if info.get("file") else None)
-        claims = select(discover(paths), args.only or [info["claim"]])
+        claims = select(discover(paths), args.only or [info["claim"]], args.keyword)
         if len(claims) != 1:
             raise InputError("--replay needs exactly one claim (use --only ID)")
         results = [replay(claims[0], args.replay, device=args.device)]
     else:
-        claims = select(discover(args.paths or None), args.only)
+        claims = select(discover(args.paths or None), args.only, args.keyword)
         if args.list:
             for c in claims:
                 print(f"{c.id}\t{c.origin}\t{c.kind}\t{c.title}")
             return 0
+        from ..claims.database import open_database
+
+        db = open_database(None if args.no_db else args.db)
         prog = Progress(sys.stderr)
         results = check(
             claims,
@@ -124,6 +135,7 @@ def run(args) -> int:
             seconds=args.seconds,
             progress=prog,
             allow_inconclusive=args.allow_inconclusive,
+            db=db,
         )
     meta = {"seed": args.seed, "budget": budget, "device": args.device}
     if args.json:

@@ -9,7 +9,8 @@ computed from its definition (:mod:`attsvm.highprec.model`), so a float64 run ca
     \texttt{ngd}:\ \theta_{k+1}=\theta_k-\eta\,g_k/\|g_k\|_F\ \text{(per factor)},\quad
     g_k=\nabla_\theta\mathcal L(\theta_k),
 
-for $\theta=W$ (cross, self, sequence, causal data), $\theta=p$ (prompt attention, head $v$ fixed) and
+for $\theta=W$ (cross, self, sequence, causal data), $\theta=(K,Q)$ with $W=KQ^\top$ (both factors from the
+gradients at $(K_k,Q_k)$), $\theta=p$ (prompt attention, head $v$ fixed) and
 $\theta=(v,p)$ (both factors from the gradients at $(v_k,p_k)$). A factor whose gradient is exactly zero takes
 no step (as in the engine), and the run stops when every factor's gradient is zero. ``lr="1/L"`` (``W``):
 $\eta=1/L_W$ with $L_W$ at ``dps`` digits.
@@ -66,7 +67,7 @@ mp = mpmath.mp
 
 __all__ = ["PARAMS", "ALGOS", "Replay", "replay", "PathPoint", "path_point", "best_path_point"]
 
-PARAMS = ("W", "p", "vp")
+PARAMS = ("W", "KQ", "p", "vp")
 ALGOS = ("gd", "ngd")
 
 
@@ -102,6 +103,11 @@ def _init(param: str, init: Any, d: int) -> dict[str, Any]:
         if not (isinstance(init, dict) and set(init) == {"v", "p"}):
             raise ValueError("param 'vp' needs init={'v': ..., 'p': ...}")
         return {"v": conv(init["v"], (d,)), "p": conv(init["p"], (d,))}
+    if param == "KQ":
+        if not (isinstance(init, dict) and set(init) == {"K", "Q"}):
+            raise ValueError("param 'KQ' needs init={'K': ..., 'Q': ...}")
+        m = np.shape(to_numpy(init["K"]))[-1]
+        return {"K": conv(init["K"], (d, m)), "Q": conv(init["Q"], (d, m))}
     if isinstance(init, dict):
         init = init[param]
     return {param: conv(init, (d, d) if param == "W" else (d,))}
@@ -110,6 +116,9 @@ def _init(param: str, init: Any, d: int) -> dict[str, Any]:
 def _gradients(D: HPData, param: str, th: dict[str, Any], loss_: str, dps: int) -> dict[str, Any]:
     if param == "W":
         return {"W": grad_W(D, th["W"], loss_, dps)}
+    if param == "KQ":
+        gK, gQ = grad_KQ(D, th["K"], th["Q"], loss_, dps)
+        return {"K": gK, "Q": gQ}
     v = th.get("v", D.v)
     gv, gp = grad_vp(D, v, th["p"], loss_, dps)
     return {"p": gp} if param == "p" else {"v": gv, "p": gp}
@@ -136,7 +145,8 @@ def replay(
 ) -> Replay:
     r"""Replay ``steps`` steps of ``algo`` on ``param`` from ``init`` at ``dps`` digits (module docstring).
 
-    ``init``: the initial point as float64 arrays (taken as exact) or nested ``mpf`` — $W_0$ (d,d), $p_0$ (d,),
+    ``init``: the initial point as float64 arrays (taken as exact) or nested ``mpf`` — $W_0$ (d,d),
+    ``{"K": K_0, "Q": Q_0}`` (d,m), $p_0$ (d,),
     or ``{"v": v_0, "p": p_0}``; ``lr``: a number (float64 taken as exact) or ``"1/L"`` (``W`` only);
     ``record_every``: record the iterates $0,k,2k,\dots$ (as the engine's trajectories)."""
     if param not in PARAMS:

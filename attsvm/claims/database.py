@@ -1,0 +1,140 @@
+r"""The counterexample database: failures found are kept and replayed first on the next run.
+
+Like Hypothesis's example database, but for attsvm's own cases (the data set *and* the conclusion's recorded
+draws), so it survives edits anywhere else in a claim file: a refuted conjecture is refuted again at its first
+example. Layout (default ``.attsvm/db`` in the working folder; ``attsvm check --db DIR``, ``--no-db``)::
+
+    DIR/<claim id>/<digest>.npz    the failing data set (the data-file format)
+    DIR/<claim id>/<digest>.json   the counterexample description (:mod:`.counterexample`)
+
+``<digest>`` is a hash of the data and the draws (the same case is stored once). Before a universal claim is
+searched, its entries are replayed, newest first: a failure that is confirmed again ends the check at once
+(``refuted``, one example); an entry that passes now, or whose draws no longer fit the conclusion (it was
+edited), is deleted; an unconfirmed failure stays and the search runs as usual. After the check, a failing
+case (confirmed or unconfirmed) is stored. Empirical claims (seeded batches) do not use the database.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import InputError
+from .api import Claim, Outcome, outcome_error
+from .case import Case, ReplayError
+from .confirm import Confirmation, confirm
+from .counterexample import decode_draw, encode_draw, load, save, slug
+from .verdict import ClaimResult
+
+DEFAULT = ".attsvm/db"
+
+
+@dataclass
+class Hit:
+    """A stored case that fails again: the case, its float64 outcome, the confirmation and the file."""
+
+    case: Case
+    outcome: Outcome
+    confirmation: Confirmation
+    path: Path
+
+
+class Database:
+    """The folder ``path`` (created on the first write)."""
+
+    def __init__(self, path: str | os.PathLike = DEFAULT):
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"Database({str(self.path)!r})"
+
+    def check_writable(self) -> None:
+        """Create the folder and probe it; bad input (:class:`~attsvm.errors.InputError`) when that fails."""
+        p = self.path
+        try:
+            p.mkdir(parents=True, exist_ok=True)
+            probe = p / f".probe-{os.getpid()}"
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as exc:
+            why = exc.strerror or type(exc).__name__
+            raise InputError(f"--db {p}: cannot write the counterexample database ({why}); pass --no-db") from None
+
+    def folder(self, claim_id: str) -> Path:
+        return self.path / slug(claim_id)
+
+    def entries(self, claim_id: str) -> list[Path]:
+        """The stored descriptions of ``claim_id``, newest first."""
+        d = self.folder(claim_id)
+        if not d.is_dir():
+            return []
+        return sorted(d.glob("*.json"), key=lambda f: (-f.stat().st_mtime, f.name))
+
+    def store(self, res: ClaimResult) -> Path | None:
+        """Store ``res``'s failing case (no-op without one); returns the ``.npz`` (or ``.json``) path."""
+        case = res.case
+        if case is None or res.outcome is None or res.outcome.ok:
+            return None
+        h = hashlib.sha256()
+        if case.data is not None:
+            for k, v in sorted(case.data.to_dict().items()):
+                h.update(k.encode())
+                h.update(repr(v.tolist() if hasattr(v, "tolist") else v).encode())
+        h.update(json.dumps(encode_draw(list(case.draws)), sort_keys=True).encode())
+        return save(res, self.folder(res.id), name=h.hexdigest()[:20])
+
+    def discard(self, js: Path) -> None:
+        for f in (js, js.with_suffix(".npz")):
+            f.unlink(missing_ok=True)
+
+    def replay(self, claim: Claim, *, budget: float, device: str) -> Hit | None:
+        """Replay ``claim``'s stored failures (module docstring); the first confirmed one, or None."""
+        for js in self.entries(claim.id):
+            try:
+                ds, info = load(js)
+            except InputError as exc:
+                raise InputError(f"counterexample database: {exc} (delete the entry, or pass --no-db)") from None
+            if info.get("claim") != claim.id:
+                raise InputError(f"counterexample database: {js} belongs to {info.get('claim')!r}, not {claim.id!r}")
+            case = Case(
+                data=ds,
+                hypotheses=claim.case_hypotheses,
+                seed=int(info.get("seed", 0)),
+                device=device,
+                budget=budget,
+                index=int(info.get("index", 0)),
+                replay=decode_draw(info.get("draws") or []),
+            )
+            try:
+                out = claim.conclusion(case)
+            except ReplayError:
+                self.discard(js)  # the conclusion changed its draws: the stored case no longer applies
+                continue
+            except KeyboardInterrupt:
+                raise
+            except Exception:  # noqa: BLE001 - a claim error: the search meets and reports it with context
+                continue
+            if outcome_error(out) is not None or out.inconclusive or out.ok:
+                self.discard(js)
+                continue
+            c = confirm(claim, case, out)
+            if c.confirmed:
+                return Hit(case, out, c, js)
+            if c.status == "cleared":
+                self.discard(js)
+        return None
+
+
+def open_database(path: str | os.PathLike | None) -> Database | None:
+    """``Database(path)`` checked writable, or None for ``path=None`` (no database)."""
+    if path is None:
+        return None
+    db = Database(path)
+    db.check_writable()
+    return db
+
+
+__all__ = ["DEFAULT", "Database", "Hit", "open_database"]

@@ -1,0 +1,615 @@
+r"""The conjecture writer's kit: one namespace, two precisions, so that a claim's conclusion is written **once**.
+
+A conclusion takes its arithmetic from ``case.kit``. The search runs it with the float64 kit (fast: the engine's
+:mod:`attsvm.model`, :mod:`attsvm.svm`, :mod:`attsvm.gd`); when it fails, attsvm re-runs *the same function* on
+the replayed case with the high-precision kit (mpmath at 50 digits, then at 100 to check that the margin is
+stable) whose every helper is the independent re-computation of :mod:`attsvm.highprec` — SVM solutions from
+the exact certificates, GD trajectories from the 50-digit replay. No hand-written ``confirm`` is needed::
+
+    @claim(id="my-conjecture", title="...", origin="reconstructed",
+           hypotheses={"data": "paper", "n": (1, 3), "T": (2, 4), "d": (2, 3)})
+    def my_conjecture(case):
+        k = case.kit                                   # float64 while searching, mpmath when confirming
+        D = k.data(case.data)                          # X, Z, Y, v, gamma as arrays of that precision
+        run = k.gd(case.data, algo="ngd", lr=0.1, steps=200)
+        mm = k.wmm(case.data)                          # W^mm of opt, with its support tokens
+        c = k.corr(run.W, mm.W)
+        return Outcome(ok=c >= 0.9, margin=c - 0.9)
+
+Arrays of the high-precision kit are numpy ``object`` arrays of ``mpmath.mpf`` (so ``+ - * / @``, indexing,
+``np.einsum``, ``.min()``, ``np.take_along_axis`` work unchanged); elementwise transcendental functions must go
+through the kit (``k.exp``, ``k.log``, ...): ``np.exp`` of an ``mpf`` array raises, which leaves the failure
+*unconfirmed* rather than silently float64. A margin that comes back as a float on the high-precision run
+means the conclusion bypassed the kit: also unconfirmed.
+
+================================  ==================================================================
+helper                            definition (float64 / high precision)
+================================  ==================================================================
+``data(ds)``                      the flat view: $X$ (N,T,d), $Y$ (N,), $Z$ (N,d), $v$, $\gamma_{it}=Y_iv^\top x_{it}$
+``array, scalar, zeros, eye``     numbers of the kit's precision (float64 values taken exactly)
+``exp log log1p expm1 sqrt``      elementwise
+``logsumexp(a, axis)``            $m+\log\sum e^{a-m}$
+``norm nuclear_norm spectral``    $\|A\|_F$, $\|A\|_\star=\sum\sigma_j$, $\|A\|_2=\sigma_1$
+``svd inv solve det eigvalsh``    small dense linear algebra (numpy / mpmath)
+``corr(A, B)``                    $\langle A,B\rangle/(\|A\|_F\|B\|_F)$
+``projector(Z)``                  $P_Z$, the orthogonal projector onto the row space of $Z$
+``logits softmax log_softmax``    $a_{it}=x_{it}^\top Wz_i$, $s_i=\mathbb S(a_i)$ (causal masks respected)
+``outputs(ds, W)``                $(s,\gamma,u)$ with $u_i=\gamma_i^\top s_i$
+``loss grad_W grad_KQ``           $\mathcal L(W)=\frac1n\sum\ell(u_i)$, $\nabla_W\mathcal L$, $\nabla_{(K,Q)}$
+``loss_derivative(u, loss)``      $\ell'(u)$
+``hessian_W smoothness``          $\nabla^2\mathcal L(W)$ ($d^2\times d^2$), $L_W$ of THEORY §3
+``margins(ds, W, alpha)``         $(x_{i\alpha_i}-x_{it})^\top Wz_i$ (N,T), $+\infty$ at $\alpha_i$ and invisible tokens
+``wmm(ds, alpha)``                $W^{mm}_\alpha$ with support tokens: solver / exact rational certificate
+``wmm_nuclear(ds, alpha)``        $W^{mm\star}_\alpha$: the solver's $W$ with a proved duality gap
+``locally_optimal(ds, alpha)``    $\alpha$ locally optimal: every support token scores below $\alpha$
+``gd(ds, ...)``                   GD / normalised GD on $W$ or $(K,Q)$: the engine / the 50-digit replay
+``tol(name)``                     the tolerance table; rounding allowances are $10^{-30}$ at high precision
+``to_float(x)``                   a float keeping the sign of a tiny number
+================================  ==================================================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import mpmath
+import numpy as np
+
+from .data import Dataset
+
+PRECISIONS = ("float64", "mp")
+CONFIRM_DPS = (50, 100)  # the automatic confirmation: 50 digits, and 100 to check that the margin is stable
+
+# tolerances that only absorb rounding: at high precision they shrink to HP_ROUNDING; the others are modelling
+# allowances (finite-difference steps, experiment thresholds) and stay as they are.
+ROUNDING_TOLERANCES = ("grad_rtol", "grad_atol", "kkt", "active", "rank", "corr", "rounding", "rowspace", "replay_rtol")
+HP_ROUNDING = 1e-30
+
+
+class Undecidable(RuntimeError):
+    """A helper cannot produce a certified value at high precision (no exact certificate, ...): the failure
+    stays *unconfirmed* (never a refutation, never a pass)."""
+
+
+@dataclass
+class KitData:
+    r"""A data set's flat view in the kit's precision: ``X`` (N,T,d), ``Y`` (N,), ``Z`` (N,d), ``v`` (d,),
+    ``gamma`` (N,T) $=Y_iv^\top x_{it}$, ``mask`` (N,T) visibility or None, ``opt`` and ``selection`` (N,) ints,
+    ``raw`` the :class:`~attsvm.data.Dataset`."""
+
+    X: np.ndarray
+    Y: np.ndarray
+    Z: np.ndarray
+    v: np.ndarray
+    gamma: np.ndarray
+    mask: np.ndarray | None
+    opt: np.ndarray
+    selection: np.ndarray
+    raw: Dataset
+
+    @property
+    def N(self) -> int:
+        return int(self.X.shape[0])
+
+    @property
+    def T(self) -> int:
+        return int(self.X.shape[1])
+
+    @property
+    def d(self) -> int:
+        return int(self.X.shape[2])
+
+
+@dataclass
+class MaxMargin:
+    r"""$W^{mm}_\alpha$ (or $W^{mm\star}_\alpha$): ``status`` ``"optimal"``/``"infeasible"``, ``W`` (d,d) in the kit's
+    precision (None when infeasible), ``support`` the set of $(i,t)$ with margin 1, ``alpha`` (N,), ``how`` the
+    evidence (``"solver"``, ``"exact"`` rationals, ``"duality-gap"``), ``gap`` the proved relative gap (nuclear)."""
+
+    status: str
+    W: np.ndarray | None
+    support: set[tuple[int, int]] = field(default_factory=set)
+    alpha: np.ndarray | None = None
+    how: str = "solver"
+    gap: float | None = None
+
+    @property
+    def feasible(self) -> bool:
+        return self.status == "optimal"
+
+
+@dataclass
+class Run:
+    r"""A GD run's last iterate in the kit's precision: ``W`` (d,d) (``K Q^T`` for $(K,Q)$), ``K``, ``Q`` (or None),
+    ``steps`` taken, ``lr`` $\eta$."""
+
+    W: np.ndarray
+    K: np.ndarray | None
+    Q: np.ndarray | None
+    steps: int
+    lr: Any
+
+
+def _ds(ds: Dataset | KitData) -> Dataset:
+    return ds.raw if isinstance(ds, KitData) else ds
+
+
+class Kit:
+    """The helpers of the module table in one precision: ``Kit()`` float64, ``Kit("mp", dps)`` mpmath."""
+
+    def __init__(self, precision: str = "float64", dps: int = CONFIRM_DPS[0]):
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+        self.precision = precision
+        self.dps = int(dps) if precision == "mp" else None
+        self.hp = precision == "mp"
+
+    def __repr__(self) -> str:
+        return "Kit(float64)" if not self.hp else f"Kit(mp, {self.dps} digits)"
+
+    # ------------------------------------------------------------------ arrays
+    def context(self):
+        """``with k.context():`` — mpmath's working precision set to this kit's digits (a no-op in float64).
+
+        The helpers set it themselves; arithmetic *between* their results (``+ - * / @`` on ``mpf``) runs at the
+        ambient precision, which the automatic confirmation sets. Interactive use: wrap the computation."""
+        return mpmath.workdps(self.dps) if self.hp else _Null()
+
+    def array(self, a: Any) -> np.ndarray:
+        """``a`` as an array of this precision (float64 values and ``"p/q"`` rationals taken exactly)."""
+        if not self.hp:
+            return np.asarray(a, dtype=np.float64)
+        arr = np.asarray(a, dtype=object)
+        with self.context():
+            conv = np.frompyfunc(_to_mpf, 1, 1)
+            return conv(arr) if arr.ndim else np.array(_to_mpf(arr.item()), dtype=object)
+
+    def scalar(self, x: Any) -> Any:
+        """A number of this precision: ``float`` in float64, ``mpf`` at high precision (for constants such as an
+        indicator margin ``k.scalar(1.0 if rhs < 0 else -1.0)``: a bare float margin on the high-precision run is
+        taken for a conclusion that bypassed the kit)."""
+        return float(x) if not self.hp else _to_mpf(x)
+
+    def zeros(self, *shape: int) -> np.ndarray:
+        return self.array(np.zeros(shape))
+
+    def eye(self, n: int) -> np.ndarray:
+        return self.array(np.eye(n))
+
+    def _ufunc(self, npf, mpf_name: str, a: Any):
+        if not self.hp:
+            return npf(np.asarray(a, dtype=np.float64))
+        with self.context():
+            f = getattr(mpmath, mpf_name)
+            arr = self.array(a)
+            out = np.frompyfunc(lambda x: f(x), 1, 1)(arr)
+            return out if isinstance(out, np.ndarray) else out
+
+    def exp(self, a: Any):
+        return self._ufunc(np.exp, "exp", a)
+
+    def log(self, a: Any):
+        return self._ufunc(np.log, "log", a)
+
+    def log1p(self, a: Any):
+        return self._ufunc(np.log1p, "log1p", a)
+
+    def expm1(self, a: Any):
+        return self._ufunc(np.expm1, "expm1", a)
+
+    def sqrt(self, a: Any):
+        return self._ufunc(np.sqrt, "sqrt", a)
+
+    def logsumexp(self, a: Any, axis: int = -1) -> Any:
+        r"""$\log\sum_t e^{a_t}=m+\log\sum_te^{a_t-m}$ along ``axis`` ($m$ the maximum)."""
+        arr = self.array(a)
+        m = np.max(arr, axis=axis, keepdims=True)
+        return np.squeeze(m, axis) + self.log(np.sum(self.exp(arr - m), axis=axis))
+
+    @staticmethod
+    def to_float(x: Any) -> float:
+        """``float(x)`` keeping the sign of a number below the float64 range (see ``highprec.signed_float``)."""
+        from .highprec import signed_float
+
+        return signed_float(x)
+
+    def tol(self, name: str) -> float:
+        """The tolerance ``name`` of :mod:`attsvm.tolerances`; a rounding allowance is ``1e-30`` at high precision."""
+        from .tolerances import tol
+
+        if self.hp and name in ROUNDING_TOLERANCES:
+            return HP_ROUNDING
+        return tol(name)
+
+    # ------------------------------------------------------------------ linear algebra
+    def norm(self, A: Any) -> Any:
+        r"""$\|A\|_F$ (float64: scale-safe ``np.linalg.norm``)."""
+        if not self.hp:
+            return float(np.linalg.norm(np.asarray(A, dtype=np.float64)))
+        with self.context():
+            return mpmath.sqrt(mpmath.fsum(x * x for x in self.array(A).ravel()))
+
+    def svd(self, A: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        r"""$A=U\,\mathrm{diag}(S)\,V^\top$ (thin): ``(U, S, Vt)``, $S$ descending."""
+        if not self.hp:
+            return np.linalg.svd(np.asarray(A, dtype=np.float64), full_matrices=False)
+        with self.context():
+            M = mpmath.matrix(self.array(A).tolist())
+            U, S, V = mpmath.svd_r(M, full_matrices=False)
+            order = sorted(range(len(S)), key=lambda j: -S[j])
+            Ua = np.array([[U[a, j] for j in order] for a in range(U.rows)], dtype=object)
+            Sa = np.array([S[j] for j in order], dtype=object)
+            Va = np.array([[V[j, b] for b in range(V.cols)] for j in order], dtype=object)
+            return Ua, Sa, Va
+
+    def singular_values(self, A: Any) -> np.ndarray:
+        """Singular values, descending."""
+        if not self.hp:
+            return np.linalg.svd(np.asarray(A, dtype=np.float64), compute_uv=False)
+        from . import highprec as hpm
+
+        return np.array(hpm.singular_values(self.array(A).tolist(), dps=self.dps), dtype=object)
+
+    def nuclear_norm(self, A: Any) -> Any:
+        r"""$\|A\|_\star=\sum_j\sigma_j(A)$."""
+        s = self.singular_values(A)
+        if not self.hp:
+            return float(np.sum(s))
+        with self.context():
+            return mpmath.fsum(s)
+
+    def spectral_norm(self, A: Any) -> Any:
+        r"""$\|A\|_2=\sigma_1(A)$."""
+        s = self.singular_values(A)
+        return float(s[0]) if not self.hp else s[0]
+
+    def inv(self, A: Any) -> np.ndarray:
+        if not self.hp:
+            return np.linalg.inv(np.asarray(A, dtype=np.float64))
+        with self.context():
+            return _from_mpmatrix(mpmath.inverse(mpmath.matrix(self.array(A).tolist())))
+
+    def solve(self, A: Any, b: Any) -> np.ndarray:
+        """$A^{-1}b$ (``b`` a vector or a matrix)."""
+        if not self.hp:
+            return np.linalg.solve(np.asarray(A, dtype=np.float64), np.asarray(b, dtype=np.float64))
+        with self.context():
+            x = mpmath.lu_solve(mpmath.matrix(self.array(A).tolist()), mpmath.matrix(self.array(b).tolist()))
+            out = _from_mpmatrix(x)
+            return out[:, 0] if np.ndim(b) == 1 else out
+
+    def det(self, A: Any) -> Any:
+        if not self.hp:
+            return float(np.linalg.det(np.asarray(A, dtype=np.float64)))
+        with self.context():
+            return mpmath.det(mpmath.matrix(self.array(A).tolist()))
+
+    def eigvalsh(self, A: Any) -> np.ndarray:
+        """Eigenvalues of the symmetric part $(A+A^\\top)/2$, ascending."""
+        if not self.hp:
+            A = np.asarray(A, dtype=np.float64)
+            return np.linalg.eigvalsh((A + A.T) / 2)
+        with self.context():
+            Am = self.array(A)
+            E = mpmath.eigsy(mpmath.matrix(((Am + Am.T) / 2).tolist()), eigvals_only=True)
+            return np.array(sorted(E[j] for j in range(len(E))), dtype=object)
+
+    def projector(self, Z: Any) -> np.ndarray:
+        r"""$P_Z$ (d,d): the orthogonal projector onto the span of the rows of ``Z`` (N,d); singular values below
+        $\max(N,d)\,\epsilon\,\sigma_{\max}$ count as zero (float64: $\epsilon$ the machine epsilon; high precision:
+        $10^{-dps/2}$)."""
+        if not self.hp:
+            Z = np.asarray(Z, dtype=np.float64)
+            _, S, Vt = np.linalg.svd(Z)
+            r = int(np.sum(S > max(Z.shape) * np.finfo(float).eps * S.max())) if S.size and S.max() > 0 else 0
+            V = Vt[:r].T
+            return V @ V.T
+        from . import highprec as hpm
+
+        return np.array(hpm.projector(self.array(Z).tolist(), dps=self.dps), dtype=object)
+
+    def corr(self, A: Any, B: Any) -> Any:
+        r"""$\langle A,B\rangle/(\|A\|_F\|B\|_F)$."""
+        if not self.hp:
+            from . import model
+
+            return float(model.corr(np.asarray(A, dtype=np.float64), np.asarray(B, dtype=np.float64)))
+        a, b = self.array(A), self.array(B)
+        with self.context():
+            return mpmath.fsum(x * y for x, y in zip(a.ravel(), b.ravel())) / (self.norm(a) * self.norm(b))
+
+    # ------------------------------------------------------------------ the model
+    def data(self, ds: Dataset | KitData) -> KitData:
+        """The flat view of ``ds`` in this precision (see :class:`KitData`)."""
+        if isinstance(ds, KitData):
+            return ds
+        if ds.batched:
+            raise ValueError("the kit works on one data set (case.data)")
+        f = ds.flat()
+        X, Y, Z, v = (self.array(np.asarray(a)) for a in (f.X, f.Y, f.Z, f.v))
+        gamma = Y[:, None] * np.einsum("ntd,d->nt", X, v)
+        mask = None if f.mask is None else np.asarray(f.mask, dtype=bool)
+        opt = np.asarray(ds.opt).reshape(-1).astype(np.int64)
+        sel = np.asarray(f.alpha).reshape(-1).astype(np.int64)
+        return KitData(X, Y, Z, v, gamma, mask, opt, sel, ds)
+
+    def logits(self, ds: Dataset | KitData, W: Any) -> np.ndarray:
+        r"""$a_{it}=x_{it}^\top Wz_i$ (N,T)."""
+        D = self.data(ds)
+        return np.einsum("ntd,de,ne->nt", D.X, self.array(W), D.Z)
+
+    def log_softmax(self, a: Any, mask: np.ndarray | None = None) -> np.ndarray:
+        r"""$\log\mathbb S(a)_t=a_t-\log\sum_\tau e^{a_\tau}$ along the last axis (masked: $-\infty$)."""
+        if not self.hp:
+            from . import model
+
+            return model.log_softmax(np.asarray(a, dtype=np.float64), mask)
+        from . import highprec as hpm
+
+        arr = self.array(a)
+        rows = arr.reshape(-1, arr.shape[-1])
+        ms = None if mask is None else np.broadcast_to(mask, arr.shape).reshape(-1, arr.shape[-1])
+        with self.context():
+            out = [
+                hpm.log_softmax(list(r), None if ms is None else [int(t) for t in np.flatnonzero(ms[j])])
+                for j, r in enumerate(rows)
+            ]
+        return np.array(out, dtype=object).reshape(arr.shape)
+
+    def softmax(self, ds: Dataset | KitData, W: Any) -> np.ndarray:
+        r"""$s_i=\mathbb S(X_iWz_i)$ (N,T)."""
+        D = self.data(ds)
+        return self.exp(self.log_softmax(self.logits(D, W), D.mask))
+
+    def outputs(self, ds: Dataset | KitData, W: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        r"""$(s,\gamma,u)$: softmax (N,T), scores (N,T), $u_i=\gamma_i^\top s_i$ (N,)."""
+        D = self.data(ds)
+        s = self.softmax(D, W)
+        g = D.gamma if D.mask is None else np.where(D.mask, D.gamma, 0.0 if not self.hp else mpmath.mpf(0))
+        return s, D.gamma, np.sum(s * g, axis=-1)
+
+    def loss_derivative(self, u: Any, loss: str = "logistic") -> Any:
+        r"""$\ell'(u)$: logistic $-1/(1+e^u)$, exponential $-e^{-u}$, correlation $-1$."""
+        if not self.hp:
+            from . import model
+
+            return model.loss_derivative(np.asarray(u, dtype=np.float64), loss)
+        from . import highprec as hpm
+
+        with self.context():
+            return np.frompyfunc(lambda x: hpm.loss_derivative(x, loss), 1, 1)(self.array(u))
+
+    def loss(self, ds: Dataset | KitData, W: Any, loss: str = "logistic") -> Any:
+        r"""$\mathcal L(W)=\frac1n\sum_i\ell(u_i)$."""
+        if not self.hp:
+            from . import model
+
+            return float(model.loss(_ds(ds), np.asarray(W, dtype=np.float64), loss))
+        from . import highprec as hpm
+
+        return hpm.loss(_ds(ds), self.array(W).tolist(), loss, dps=self.dps)
+
+    def grad_W(self, ds: Dataset | KitData, W: Any, loss: str = "logistic") -> np.ndarray:
+        r"""$\nabla\mathcal L(W)=\frac1n\sum_i\ell'(u_i)X_i^\top(\mathrm{diag}(s_i)-s_is_i^\top)\gamma_iz_i^\top$."""
+        if not self.hp:
+            from . import model
+
+            return model.grad_W(_ds(ds), np.asarray(W, dtype=np.float64), loss)
+        from . import highprec as hpm
+
+        return np.array(hpm.grad_W(_ds(ds), self.array(W).tolist(), loss, dps=self.dps), dtype=object)
+
+    def grad_KQ(self, ds: Dataset | KitData, K: Any, Q: Any, loss: str = "logistic") -> tuple[np.ndarray, np.ndarray]:
+        r"""$(\nabla\mathcal L(KQ^\top)\,Q,\ \nabla\mathcal L(KQ^\top)^\top K)$."""
+        if not self.hp:
+            from . import model
+
+            return model.grad_KQ(_ds(ds), np.asarray(K, dtype=np.float64), np.asarray(Q, dtype=np.float64), loss)
+        from . import highprec as hpm
+
+        gK, gQ = hpm.grad_KQ(_ds(ds), self.array(K).tolist(), self.array(Q).tolist(), loss, dps=self.dps)
+        return np.array(gK, dtype=object), np.array(gQ, dtype=object)
+
+    def hessian_W(self, ds: Dataset | KitData, W: Any, loss: str = "logistic") -> np.ndarray:
+        r"""$\nabla^2\mathcal L(W)$ as a $d^2\times d^2$ matrix (row-major $\mathrm{vec}\,W$)."""
+        if not self.hp:
+            import torch
+
+            from .gd import model_torch as mt
+
+            f = _ds(ds).flat()
+            X, Y, Z, v = (torch.tensor(np.asarray(a, dtype=np.float64))[None] for a in (f.X, f.Y, f.Z, f.v))
+            mask = None if f.mask is None else torch.tensor(np.asarray(f.mask))[None]
+            d = np.shape(W)[0]
+
+            def L(w):  # autograd of the loss written from the definition (torch), independent of model.grad_W
+                s = torch.exp(mt.log_softmax_t(mt.logits_W(X, w.reshape(1, d, d), Z), mask))
+                return mt.loss_value_t((s * mt.scores_t(X, Y, v)).sum(-1), loss).mean()
+
+            return torch.func.hessian(L)(torch.tensor(np.asarray(W, dtype=np.float64).reshape(-1))).numpy()
+        from . import highprec as hpm
+
+        return np.array(hpm.hessian_W(_ds(ds), self.array(W).tolist(), loss, dps=self.dps), dtype=object)
+
+    def smoothness(self, ds: Dataset | KitData, loss: str = "logistic") -> Any:
+        r"""The smoothness constant $L_W$ of THEORY §3 ($\|\nabla^2\mathcal L(W)\|_2\le L_W$ for every $W$)."""
+        from . import model
+
+        if not self.hp:
+            return float(model.smoothness_constant(_ds(ds), loss))
+        from . import highprec as hpm
+
+        raw = _ds(ds)
+        M0, M1 = model.loss_constants(loss, float(np.max(np.abs(raw.scores))))
+        return hpm.smoothness_constant(raw, M0, M1, dps=self.dps)
+
+    def margins(self, ds: Dataset | KitData, W: Any, alpha: Any = None) -> np.ndarray:
+        r"""$(x_{i\alpha_i}-x_{it})^\top Wz_i$ (N,T); $+\infty$ at $t=\alpha_i$ and at invisible tokens."""
+        D = self.data(ds)
+        a = self.logits(D, W)
+        al = D.selection if alpha is None else np.asarray(alpha, dtype=np.int64).reshape(-1)
+        m = np.take_along_axis(a, al[:, None], 1) - a
+        inf = np.inf if not self.hp else mpmath.inf
+        skip = np.arange(D.T)[None, :] == al[:, None]
+        if D.mask is not None:
+            skip = skip | ~D.mask
+        return np.where(skip, inf, m)
+
+    # ------------------------------------------------------------------ SVMs
+    def wmm(self, ds: Dataset | KitData, alpha: Any = None) -> MaxMargin:
+        r"""$W^{mm}_\alpha=\arg\min\|W\|_F$ s.t. $(x_{i\alpha_i}-x_{it})^\top Wz_i\ge1$ (default $\alpha$: the data
+        set's selection). Float64: the KKT-checked solver; high precision: the exact rational certificate
+        (:func:`attsvm.svm.certify_fro`) — :class:`Undecidable` when it cannot be proved."""
+        from . import svm
+
+        raw = _ds(ds)
+        al = None if alpha is None else np.asarray(alpha, dtype=np.int64)
+        sol = svm.solve_fro(raw, al)
+        if sol.status != "optimal":
+            return MaxMargin("infeasible", None, set(), sol.alpha, "farkas")
+        if not self.hp:
+            return MaxMargin("optimal", np.asarray(sol.W), {(int(i), int(t)) for i, t in sol.support}, sol.alpha)
+        cert = svm.certify_fro(raw, al, sol)
+        if not cert.get("verified") or cert.get("W") is None:
+            raise Undecidable(f"no exact Att-SVM certificate ({cert.get('reason') or cert.get('omitted') or 'failed'})")
+        active = {(int(i), int(t)) for i, t in cert["active"]}
+        return MaxMargin("optimal", self.array(cert["W"]), active, sol.alpha, "exact")
+
+    def wmm_nuclear(self, ds: Dataset | KitData, alpha: Any = None) -> MaxMargin:
+        r"""$W^{mm\star}_\alpha=\arg\min\|W\|_\star$ s.t. the margins $\ge1$. The nuclear SVM has no rational
+        solution: both precisions use the solver's $W$ (exact binary values); at high precision its relative
+        duality gap must be *proved* $\le$ ``tol("nuc_gap")`` (``gap``), else :class:`Undecidable`."""
+        from .svm.nuclear import solve_nuclear
+
+        raw = _ds(ds)
+        al = None if alpha is None else np.asarray(alpha, dtype=np.int64)
+        sol = solve_nuclear(raw, al, certify=self.hp)
+        if sol.status != "optimal":
+            return MaxMargin("infeasible", None, set(), sol.alpha, "farkas")
+        sup = {(int(i), int(t)) for i, t in sol.support}
+        if not self.hp:
+            return MaxMargin("optimal", np.asarray(sol.W), sup, sol.alpha, "solver", sol.certificate.get("rel_gap"))
+        if not sol.certificate.get("verified"):
+            raise Undecidable("Att-SVM* duality gap not proved")
+        return MaxMargin("optimal", self.array(sol.W), sup, sol.alpha, "duality-gap", sol.certificate["rel_gap"])
+
+    def locally_optimal(self, ds: Dataset | KitData, alpha: Any = None) -> bool:
+        r"""$\alpha$ is locally optimal: Att-SVM($\alpha$) is feasible and every support token $t\in\mathcal T_i$
+        scores below $\alpha_i$ ($\gamma_{it}<\gamma_{i\alpha_i}$). High precision: exact active set, exact scores."""
+        D = self.data(ds)
+        mm = self.wmm(D, alpha)
+        if not mm.feasible:
+            return False
+        al = D.selection if alpha is None else np.asarray(alpha, dtype=np.int64).reshape(-1)
+        return all(D.gamma[i, t] < D.gamma[i, al[i]] for i, t in mm.support)
+
+    # ------------------------------------------------------------------ gradient descent
+    def gd(
+        self,
+        ds: Dataset | KitData,
+        *,
+        algo: str = "ngd",
+        lr: float = 0.1,
+        steps: int,
+        loss: str = "logistic",
+        W0: Any = None,
+        K0: Any = None,
+        Q0: Any = None,
+    ) -> Run:
+        r"""``steps`` steps of ``algo`` (``gd``: $\theta\leftarrow\theta-\eta\nabla$; ``ngd``: per factor
+        $\theta\leftarrow\theta-\eta\nabla/\|\nabla\|_F$) on $W$ (from ``W0``, default 0) or, when ``K0``/``Q0`` are
+        given, on $(K,Q)$ with $W=KQ^\top$; ``W0`` of shape (B,d,d) runs B starts (one batch in float64).
+        Float64: :func:`attsvm.gd.run`; high precision: the 50-digit replay :func:`attsvm.highprec.replay` of the
+        same steps from the same (exact) start."""
+        raw = _ds(ds)
+        d = raw.d
+        kq = K0 is not None or Q0 is not None
+        if kq and (K0 is None or Q0 is None):
+            raise ValueError("gd on (K, Q) needs both K0 and Q0")
+        many = not kq and W0 is not None and np.ndim(W0) == 3
+        if not self.hp:
+            from .gd import run as gd_run
+
+            if kq:
+                init: Any = {"K": np.asarray(K0, dtype=np.float64), "Q": np.asarray(Q0, dtype=np.float64)}
+            else:
+                init = np.zeros((d, d)) if W0 is None else np.asarray(W0, dtype=np.float64)
+            target = Dataset.stack([raw] * len(init)) if many else raw
+            extra = {"m": int(np.shape(K0)[1])} if kq else {}
+            res = gd_run(
+                target, param="KQ" if kq else "W", algo=algo, lr=lr, steps=int(steps), loss=loss, init=init, **extra
+            )
+            if many:
+                return Run(np.asarray(res.W), None, None, int(np.max(res.steps)), float(lr))
+            K = None if res.K is None else res.K[0]
+            Q = None if res.Q is None else res.Q[0]
+            return Run(np.asarray(res.W[0]), K, Q, int(np.asarray(res.steps)[0]), float(lr))
+        from . import highprec as hpm
+
+        if many:
+            runs = [self.gd(raw, algo=algo, lr=lr, steps=steps, loss=loss, W0=w) for w in W0]
+            return Run(np.stack([r.W for r in runs]), None, None, max(r.steps for r in runs), runs[0].lr)
+        with self.context():
+            if kq:
+                init = {"K": self.array(K0).tolist(), "Q": self.array(Q0).tolist()}
+                rep = hpm.replay(raw, init, param="KQ", algo=algo, lr=lr, steps=int(steps), loss=loss, dps=self.dps)
+                K, Q = (np.array(rep.final[k], dtype=object) for k in ("K", "Q"))
+                return Run(K @ Q.T, K, Q, rep.taken, rep.lr)
+            start = np.zeros((d, d)) if W0 is None else W0
+            rep = hpm.replay(
+                raw, self.array(start).tolist(), param="W", algo=algo, lr=lr, steps=int(steps), loss=loss, dps=self.dps
+            )
+            return Run(np.array(rep.final["W"], dtype=object), None, None, rep.taken, rep.lr)
+
+
+class _Null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _to_mpf(x: Any) -> mpmath.mpf:
+    if isinstance(x, mpmath.mpf):
+        return +x
+    if isinstance(x, (str, Fraction)):
+        f = Fraction(x)
+        return mpmath.mpf(f.numerator) / f.denominator
+    if isinstance(x, (bool, np.bool_)):
+        return mpmath.mpf(int(x))
+    if isinstance(x, (int, np.integer)):
+        return mpmath.mpf(int(x))
+    return mpmath.mpf(float(x))  # float64 values are exact binary numbers: the conversion is exact
+
+
+def _from_mpmatrix(M: Any) -> np.ndarray:
+    return np.array([[M[a, b] for b in range(M.cols)] for a in range(M.rows)], dtype=object)
+
+
+FLOAT64 = Kit("float64")
+
+
+def for_precision(precision: str = "float64", dps: int = CONFIRM_DPS[0]) -> Kit:
+    """The kit of ``precision`` (``"float64"``, or ``"mp"`` at ``dps`` digits)."""
+    return FLOAT64 if precision == "float64" else Kit("mp", dps)
+
+
+def is_high_precision(x: Any) -> bool:
+    """Whether ``x`` (a margin) was computed by the high-precision kit (an ``mpmath.mpf``)."""
+    return isinstance(x, mpmath.mpf)
+
+
+__all__ = [
+    "CONFIRM_DPS",
+    "FLOAT64",
+    "Kit",
+    "KitData",
+    "MaxMargin",
+    "Run",
+    "Undecidable",
+    "for_precision",
+    "is_high_precision",
+]
