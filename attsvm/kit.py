@@ -182,10 +182,7 @@ class Kit:
         if not self.hp:
             return npf(np.asarray(a, dtype=np.float64))
         with self.context():
-            f = getattr(mpmath, mpf_name)
-            arr = self.array(a)
-            out = np.frompyfunc(lambda x: f(x), 1, 1)(arr)
-            return out if isinstance(out, np.ndarray) else out
+            return np.frompyfunc(getattr(mpmath, mpf_name), 1, 1)(self.array(a))
 
     def exp(self, a: Any):
         return self._ufunc(np.exp, "exp", a)
@@ -228,8 +225,10 @@ class Kit:
         r"""$\|A\|_F$ (float64: scale-safe ``np.linalg.norm``)."""
         if not self.hp:
             return float(np.linalg.norm(np.asarray(A, dtype=np.float64)))
+        from . import highprec as hpm
+
         with self.context():
-            return mpmath.sqrt(mpmath.fsum(x * x for x in self.array(A).ravel()))
+            return hpm.frob(self.array(A).tolist())
 
     def svd(self, A: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         r"""$A=U\,\mathrm{diag}(S)\,V^\top$ (thin): ``(U, S, Vt)``, $S$ descending."""
@@ -316,9 +315,10 @@ class Kit:
             from . import model
 
             return float(model.corr(np.asarray(A, dtype=np.float64), np.asarray(B, dtype=np.float64)))
-        a, b = self.array(A), self.array(B)
+        from . import highprec as hpm
+
         with self.context():
-            return mpmath.fsum(x * y for x, y in zip(a.ravel(), b.ravel())) / (self.norm(a) * self.norm(b))
+            return hpm.corr(self.array(A).tolist(), self.array(B).tolist())
 
     # ------------------------------------------------------------------ the model
     def data(self, ds: Dataset | KitData) -> KitData:
@@ -497,13 +497,20 @@ class Kit:
 
     def locally_optimal(self, ds: Dataset | KitData, alpha: Any = None) -> bool:
         r"""$\alpha$ is locally optimal: Att-SVM($\alpha$) is feasible and every support token $t\in\mathcal T_i$
-        scores below $\alpha_i$ ($\gamma_{it}<\gamma_{i\alpha_i}$). High precision: exact active set, exact scores."""
+        scores below $\alpha_i$ ($\gamma_{it}<\gamma_{i\alpha_i}$). Float64: the solver's ``locally_optimal``;
+        high precision: the exact active set and exact scores."""
+        if not self.hp:
+            from . import svm
+
+            sol = svm.solve_fro(_ds(ds), None if alpha is None else np.asarray(alpha, dtype=np.int64))
+            return sol.status == "optimal" and bool(sol.locally_optimal)
         D = self.data(ds)
         mm = self.wmm(D, alpha)
         if not mm.feasible:
             return False
         al = D.selection if alpha is None else np.asarray(alpha, dtype=np.int64).reshape(-1)
-        return all(D.gamma[i, t] < D.gamma[i, al[i]] for i, t in mm.support)
+        with self.context():
+            return all(D.gamma[i, t] < D.gamma[i, al[i]] for i, t in mm.support)
 
     # ------------------------------------------------------------------ gradient descent
     def gd(

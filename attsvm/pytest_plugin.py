@@ -214,7 +214,7 @@ def _hypothesis_settings() -> tuple[str, int, bool] | None:
 def examples_from_hypothesis(claim: Any, budget: float) -> int | None:
     """The example count the active Hypothesis profile asks for ``claim`` (None: ``attsvm check``'s budgeted
     count with its time cap). See the module docstring."""
-    from .claims.runner import DEFAULT_EXAMPLES, examples_for
+    from .claims.runner import examples_for, universal_examples
 
     s = _hypothesis_settings()
     if s is None or claim.kind != "universal":
@@ -224,11 +224,7 @@ def examples_from_hypothesis(claim: Any, budget: float) -> int | None:
         return n
     if derand:
         fixed = examples_for(claim, budget)
-        return (
-            fixed
-            if fixed is not None
-            else max(5, int(round(budget * (claim.examples or DEFAULT_EXAMPLES["universal"]))))
-        )
+        return fixed if fixed is not None else universal_examples(claim, budget)
     return None
 
 
@@ -393,7 +389,7 @@ def failure_text(res: Any, st: _State | None = None) -> str:
     case = res.case
     if case is not None and res.outcome is not None:
         ds = case.data
-        sizes = "no data set" if ds is None else f"n={ds.n}, T={ds.T}, d={ds.d}" + (f", K={ds.K}" if ds.K else "")
+        sizes = res.sizes_text or "no data set"
         kind = "" if ds is None else f", kind {ds.kind}"
         lines.append(f"  counterexample: {sizes}{kind}, {len(case.draws)} further draw(s)")
         lines.append(f"    float64 margin: {res.outcome.margin:.6g}")

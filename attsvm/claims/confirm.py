@@ -32,6 +32,7 @@ from typing import Any
 from .api import Claim, Outcome, outcome_error
 
 STATUSES = ("confirmed", "cleared", "unconfirmed")
+HOW_LABELS = {"rigorous": "ball arithmetic"}  # an Outcome's ``how`` as reports name it
 AUTO_DPS = (50, 100)  # the automatic confirmation's two precisions
 AUTO_AGREE = 1e-10  # the two margins agree to 10 significant digits (relative to the margin itself)
 
@@ -49,7 +50,7 @@ class Confirmation:
         """How a confirmation decided, for reports: ``50 digits (automatic, stable at 100)``, ``exact``, ..."""
         if self.by == "automatic":
             return f"{AUTO_DPS[0]} digits (automatic: the conclusion re-run with case.kit, stable at {AUTO_DPS[1]})"
-        return {"rigorous": "ball arithmetic"}.get(self.how, self.how) + " (confirm)"
+        return HOW_LABELS.get(self.how, self.how) + " (confirm)"
 
     @property
     def confirmed(self) -> bool:

@@ -181,7 +181,7 @@ def select_keyword(claims: list[Claim], expression: str | None) -> list[Claim]:
     if expression is None:
         return claims
     expr = parse(expression)
-    out = [c for c in claims if expr.evaluate(name_matcher(claim_names(c)))]
+    out = [c for c in claims if matches(c, expr)]
     if not out:
         raise InputError(
             f"-k {expression!r} selects none of the {len(claims)} claims"

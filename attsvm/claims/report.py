@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..serial import tex_escape
+from .confirm import HOW_LABELS
 from .verdict import ClaimResult, decided_text, jsonable
 
 COLUMNS = ("id", "origin", "verdict", "examples", "decided", "worst margin", "seconds")
@@ -25,12 +26,12 @@ def confirmed_label(r: ClaimResult) -> str:
     """Short: ``50 digits, automatic`` / ``high precision`` / ``exact`` / ``ball arithmetic``."""
     if r.confirmed_by == "automatic":
         return "50 digits, automatic"
-    return {"rigorous": "ball arithmetic"}.get(r.confirmed_how or "", r.confirmed_how or "high precision")
+    how = r.confirmed_how or "high precision"
+    return HOW_LABELS.get(how, how)
 
 
 def _confirmation_text(r: ClaimResult) -> str:
-    sz = r.sizes
-    at = f" on a counterexample with n={sz['n']}, T={sz['T']}, d={sz['d']}" if sz else ""
+    at = f" on a counterexample with {r.sizes_text}" if r.sizes_text else ""
     if r.confirmed:
         return f"confirmed by {r.confirmation_method or r.confirmed_how}{at}"
     return f"not confirmed{at}"
@@ -96,8 +97,7 @@ def table(results: list[ClaimResult]) -> str:
     for r in results:
         if r.counterexample:
             cmd = _commands(r).get("replay") or _commands(r).get("rerun")
-            sz = r.sizes
-            at = f" (n={sz['n']}, T={sz['T']}, d={sz['d']})" if sz else ""
+            at = f" ({r.sizes_text})" if r.sizes_text else ""
             lines.append(f"  {r.id}: counterexample{at} {r.counterexample}; reproduce: {cmd}")
     return "\n".join(lines)
 

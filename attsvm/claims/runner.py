@@ -82,6 +82,11 @@ def examples_for(claim: Claim, budget: str | float, examples: int | None = None)
     return None
 
 
+def universal_examples(claim: Claim, budget: float) -> int:
+    """The budget-scaled example count of a universal claim's search (``examples`` or the default, at least 5)."""
+    return max(5, int(round(budget * (claim.examples or DEFAULT_EXAMPLES["universal"]))))
+
+
 def _evidence(decided: int, undecided: int, what: str, reasons: Any = None, exhausted: bool = False) -> str | None:
     """The reason a result without failures is not ``verified`` (None when the evidence suffices). When the
     search space was ``exhausted`` (every distinct case was tried) one decided example is enough."""
@@ -175,7 +180,7 @@ def _run_universal(claim, examples, seed, b, device, seconds, on_example) -> Cla
         n = int(examples)
         cap = seconds
     else:
-        n = max(5, int(round(b * (claim.examples or DEFAULT_EXAMPLES["universal"]))))
+        n = universal_examples(claim, b)
         cap = seconds if seconds is not None else b * (getattr(claim, "seconds", None) or DEFAULT_SECONDS)
     # shrinking always has a finite cap (also with --examples, which only lifts the search cap)
     shrink = max(10.0, cap if cap is not None else b * (getattr(claim, "seconds", None) or DEFAULT_SECONDS))

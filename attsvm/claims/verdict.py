@@ -83,6 +83,12 @@ class ClaimResult:
         return out
 
     @property
+    def sizes_text(self) -> str | None:
+        """``"n=2, T=3, d=2"`` (and ``K``) of the failing case; None without a case."""
+        sz = self.sizes
+        return None if sz is None else ", ".join(f"{k}={v}" for k, v in sz.items())
+
+    @property
     def matches(self) -> bool:
         """Whether the verdict is the expected one (the exit policy of the module docstring)."""
         return self.mismatch is None
