@@ -21,7 +21,11 @@ Other forms (``kind``):
 A *batch* of same-shape data sets carries a leading axis ``B`` on every array (``v`` is (B, d)).
 
 Scores $\gamma_{it}=Y_i\,v^\top x_{it}$; the optimal token $\mathrm{opt}_i=\arg\max_t\gamma_{it}$
-must be unique unless ``alpha`` is given explicitly (a tie is an :class:`~attsvm.errors.InputError`).
+must be unique unless ``alpha`` is given explicitly (a tie is an :class:`~attsvm.errors.InputError`); a
+*near*-tie, a gap $\gamma_{i,\mathrm{opt}_i}-\max_{t\ne\mathrm{opt}_i}\gamma_{it}\le$ ``tol("near_tie")``
+$\cdot\|v\|\max_t\|x_{it}\|$ (rounding of the scores could decide it), is accepted with a
+:class:`~attsvm.errors.NearTieWarning`. Data are real: complex arrays, non-numeric arrays and float ``alpha``
+(even integral floats) are input errors.
 
 Every sequence/causal data set has a *flat view* (:meth:`Dataset.flat`): one row per query $(i,k)$,
 with tokens $X_i$, query $z_{ik}$, label $Y_{ik}$ and a visibility mask, so that every program and
@@ -50,13 +54,29 @@ def _frozen(a: np.ndarray) -> np.ndarray:
 
 
 def _as_float(name: str, a: Any) -> np.ndarray:
+    """``a`` as a finite real float64 array; complex, non-numeric, NaN or inf entries are an InputError."""
     try:
-        arr = np.asarray(a, dtype=np.float64)
+        raw = np.asarray(a)
+    except (TypeError, ValueError) as exc:  # ragged nested lists
+        raise InputError(f"field {name!r} is not numeric") from exc
+    if raw.dtype.kind == "c":
+        raise InputError(f"field {name!r} is complex; attsvm takes real data (split real and imaginary parts)")
+    if raw.dtype.kind not in "biuf" and not (raw.dtype.kind == "O" and raw.size and _real_objects(raw)):
+        raise InputError(f"field {name!r} is not numeric (dtype {raw.dtype})")
+    try:
+        arr = np.asarray(raw, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise InputError(f"field {name!r} is not numeric") from exc
     if arr.size and not np.all(np.isfinite(arr)):
         raise InputError(f"field {name!r} contains NaN or inf")
     return arr
+
+
+def _real_objects(raw: np.ndarray) -> bool:
+    """An object array of real numbers (Python/mpmath/Fraction reals), not of complex or other values."""
+    return all(
+        not isinstance(x, (complex, np.complexfloating, str, bytes)) and type(x).__name__ != "mpc" for x in raw.flat
+    )
 
 
 @dataclass(frozen=True)
@@ -145,12 +165,8 @@ class Dataset:
         alpha = None
         if self.alpha is not None:
             a = np.asarray(self.alpha)
-            if a.dtype.kind == "f":
-                if not np.all(np.isfinite(a)) or np.any(a != np.round(a)):
-                    raise InputError("field 'alpha' must contain integer token indices")
-                a = a.astype(np.int64)
-            elif a.dtype.kind not in "iu":
-                raise InputError("field 'alpha' must contain integer token indices")
+            if a.dtype.kind not in "iu":  # a float index (even 1.0) is a malformed file, not a selection
+                raise InputError(f"field 'alpha' must hold integer token indices (integer dtype), got dtype {a.dtype}")
             a = a.astype(np.int64)
             if a.shape != (*lead, n, *qshape):
                 raise InputError(f"field 'alpha' must have shape {(*lead, n, *qshape)}, got {a.shape}")
@@ -166,13 +182,16 @@ class Dataset:
         set_("alpha", alpha)
         set_("kind", kind)
         set_("query_index", int(self.query_index))
-        gam = self.scores
+        gam, scale = self._unit_scores()
         opt, tied = _argmax_unique(gam, self.visible)
         if alpha is None and np.any(tied):
             idx = tuple(int(j) for j in np.argwhere(tied)[0])
             raise InputError(
-                f"tie for the optimal token at index {idx} (equal scores); pass an explicit selection 'alpha'"
+                f"tie for the optimal token at index {idx} (equal scores); pass an explicit selection "
+                "(field 'alpha', or --alpha at the command line)"
             )
+        if alpha is None:
+            _warn_near_tie(gam, self.visible, scale)
         set_("_opt", _frozen(opt))
         del batched
 
@@ -221,6 +240,24 @@ class Dataset:
         if self.kind in ("sequence", "causal"):
             return self.Y[..., None] * vx[..., None, :]
         return self.Y[..., None] * vx
+
+    def _unit_scores(self) -> tuple[np.ndarray, np.ndarray]:
+        r"""Scores of the data rescaled by exact powers of two (per data set, max entry of $X$ and of $v$ in
+        $[\frac12,1)$), which order the tokens as $\gamma$ does without overflowing, and
+        $\|v\|\max_t\|x_{it}\|$ of the rescaled data (the size of the rounding error of those scores is a
+        small multiple of $\varepsilon$ times it)."""
+        lead = self.X.shape[:-3]
+        mx = np.max(np.abs(self.X).reshape(*lead, -1), axis=-1)
+        mv = np.max(np.abs(self.v), axis=-1)
+        ex = np.frexp(np.where(mx > 0, mx, 1.0))[1]
+        ev = np.frexp(np.where(mv > 0, mv, 1.0))[1]
+        Xs = np.ldexp(self.X, -ex[..., None, None, None])
+        vs = np.ldexp(self.v, -ev[..., None])
+        vx = np.einsum("...ntd,...d->...nt", Xs, vs)
+        scale = np.max(np.linalg.norm(Xs, axis=-1), axis=-1) * np.linalg.norm(vs, axis=-1)[..., None]
+        if self.kind in ("sequence", "causal"):
+            return self.Y[..., None] * vx[..., None, :], scale[..., None]
+        return self.Y[..., None] * vx, scale
 
     @property
     def opt(self) -> np.ndarray:
@@ -324,6 +361,41 @@ def _argmax_unique(gam: np.ndarray, visible: np.ndarray | None) -> tuple[np.ndar
     return opt.astype(np.int64), tied
 
 
+def score_gap(gam: np.ndarray, visible: np.ndarray | None = None) -> np.ndarray:
+    r"""$\gamma_{i,\mathrm{opt}_i}-\max_{t\ne\mathrm{opt}_i}\gamma_{it}$ over the visible tokens
+    (inf with one visible token)."""
+    g = gam if visible is None else np.where(visible, gam, -np.inf)
+    if g.shape[-1] < 2:
+        return np.full(g.shape[:-1], np.inf)
+    top2 = -np.sort(-g, axis=-1)[..., :2]
+    with np.errstate(invalid="ignore"):
+        gap = top2[..., 0] - top2[..., 1]
+    return np.where(np.isfinite(top2[..., 1]), gap, np.inf)
+
+
+def _warn_near_tie(gam: np.ndarray, visible: np.ndarray | None, scale: np.ndarray) -> None:
+    """Warn (:class:`~attsvm.errors.NearTieWarning`) when opt is decided by a gap within rounding of a tie."""
+    from .tolerances import tol
+
+    gap = score_gap(gam, visible)
+    scale = np.broadcast_to(scale, gap.shape)
+    near = gap <= tol("near_tie") * scale
+    if np.any(near):
+        import warnings
+
+        from .errors import NearTieWarning
+
+        idx = tuple(int(j) for j in np.argwhere(near)[0])
+        warnings.warn(
+            NearTieWarning(
+                f"near-tie for the optimal token at index {idx}: score gap {gap[idx]:.2g} is within rounding "
+                f"({tol('near_tie'):.0e} x {scale[idx]:.2g}) of a tie; opt is not robust, pass an explicit selection "
+                "(field 'alpha' or --alpha)"
+            ),
+            stacklevel=4,
+        )
+
+
 # ---------------------------------------------------------------------- io
 _FIELDS = {"X", "Y", "Z", "v", "alpha", "kind", "query_index"}
 
@@ -384,21 +456,18 @@ def load(path: str | os.PathLike) -> Dataset:
 
 
 def save(ds: Dataset, path: str | os.PathLike) -> Path:
-    """Save atomically: write to a temporary file beside ``path`` and rename."""
+    """Save ``ds`` as ``.npz`` (default; another suffix gets ``.npz`` appended) or ``.json``, atomically
+    (:func:`attsvm.outputs.atomic`: nothing half-written on failure); return the path written."""
+    from . import outputs
+
     p = Path(path)
     d = ds.to_dict()
-    tmp = p.with_name(p.name + ".tmp-attsvm")
-    try:
-        if p.suffix.lower() == ".json":
-            obj = {k: (np.asarray(v).tolist() if isinstance(v, np.ndarray) else v) for k, v in d.items()}
-            tmp.write_text(json.dumps(obj))
-        else:
-            if p.suffix.lower() != ".npz":
-                p = p.with_suffix(p.suffix + ".npz") if p.suffix else p.with_suffix(".npz")
-            with open(tmp, "wb") as fh:
-                np.savez(fh, **{k: np.asarray(v) for k, v in d.items()})
-        os.replace(tmp, p)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    if p.suffix.lower() == ".json":
+        obj = {k: (np.asarray(v).tolist() if isinstance(v, np.ndarray) else v) for k, v in d.items()}
+        outputs.write_text(p, json.dumps(obj))
+        return p
+    if p.suffix.lower() != ".npz":
+        p = p.with_suffix(p.suffix + ".npz") if p.suffix else p.with_suffix(".npz")
+    with outputs.atomic(p, "wb") as fh:
+        np.savez(fh, **{k: np.asarray(v) for k, v in d.items()})
     return p

@@ -34,3 +34,7 @@ class InfeasibleError(AttsvmError):
     def __init__(self, message: str, certificate=None):
         super().__init__(message)
         self.certificate = certificate
+
+
+class NearTieWarning(UserWarning):
+    """The optimal token wins by a score gap within rounding of a tie (``tolerances`` key ``near_tie``)."""

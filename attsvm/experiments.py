@@ -23,15 +23,17 @@ mean $\pm$ one standard deviation over runs, log scales where the paper uses the
 from __future__ import annotations
 
 import contextlib
-import importlib.util
+import importlib
 import json
 import os
 import platform
+import signal
 import subprocess
 import sys
+import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -39,8 +41,10 @@ from typing import Any
 
 import numpy as np
 
+from . import outputs
 from .errors import InputError
 from .serial import jsonable as _jsonable
+from .userfile import load_module
 
 NAMES = ("visual", "rank", "local", "gensvm", "overparam", "prompt", "joint", "mirror", "causal")
 _REQUIRED = ("TITLE", "SIZES", "run", "plot", "check")
@@ -61,18 +65,14 @@ def discover(folder: str | os.PathLike | None = None) -> dict[str, Path]:
 
 
 def load_spec(name: str, folder: str | os.PathLike | None = None) -> ModuleType:
-    """Import the spec ``name`` by path and check it defines the spec interface."""
+    """Import the spec ``name`` of ``folder`` by path (:func:`attsvm.userfile.load_module`: a module name of its
+    own per file, so two folders with a spec of the same name are not confused) and check it defines the spec
+    interface."""
     specs = discover(folder)
     if name not in specs:
         raise InputError(f"unknown experiment {name!r} (known: {', '.join(sorted(specs)) or 'none'})")
     path = specs[name]
-    modname = f"attsvm_numerics_{name}"
-    spec = importlib.util.spec_from_file_location(modname, path)
-    if spec is None or spec.loader is None:  # pragma: no cover
-        raise InputError(f"{path}: cannot be imported")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[modname] = mod
-    spec.loader.exec_module(mod)
+    mod = load_module(path, "experiment spec")
     missing = [k for k in _REQUIRED if not hasattr(mod, k)]
     if missing:
         raise InputError(f"{path}: experiment spec lacks {', '.join(missing)}")
@@ -114,6 +114,34 @@ class Progress:
                 self.stream.write("\r\033[K")
             self.stream.write(f"[{self.name}] {text}\n")
             self.stream.flush()
+
+
+# ---------------------------------------------------------------------------------------------- workers
+def ignore_sigint() -> None:
+    """Pool-worker initializer: Ctrl-C (SIGINT to the process group) is the parent's to handle, not the workers'
+    (no worker tracebacks); the parent stops the pool (:func:`worker_pool`)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+
+
+@contextlib.contextmanager
+def worker_pool(mp_context: Any, processes: int) -> Iterator[Any]:
+    """A ``multiprocessing`` pool whose workers ignore SIGINT (:func:`ignore_sigint`), terminated on leaving the
+    block (also on ``KeyboardInterrupt``). SIGINT is blocked while the workers start, so that a Ctrl-C in that
+    moment waits for the parent (it is not lost) and never reaches a worker before it ignores it."""
+    block = hasattr(signal, "pthread_sigmask") and threading.current_thread() is threading.main_thread()
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT]) if block else None
+    try:
+        pool = mp_context.Pool(processes, initializer=ignore_sigint)
+    finally:
+        if block:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+    try:
+        yield pool
+    finally:
+        pool.terminate()
+        pool.join()
 
 
 # ---------------------------------------------------------------------------------------------- context
@@ -159,7 +187,7 @@ class Context:
             fork_ok = "fork" in mp.get_all_start_methods() and not cuda_live  # never fork a CUDA process
             ctx = mp.get_context("fork" if fork_ok else "spawn")
             chunk = max(1, len(items) // (8 * self.workers))
-            with ctx.Pool(self.workers) as pool:
+            with worker_pool(ctx, self.workers) as pool:
                 for r in pool.imap(fn, items, chunksize=chunk):
                     out.append(r)
                     self.progress.update(stage, len(out), len(items))
@@ -244,16 +272,6 @@ def jsonable(x: Any) -> Any:
     return _jsonable(x, nonfinite="null")
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-
-
 # ---------------------------------------------------------------------------------------------- figures
 def new_figure(ncols: int = 1, nrows: int = 1, width: float = 4.0, height: float = 3.2):
     """A matplotlib (Agg) figure with an ``(nrows, ncols)`` array of axes."""
@@ -305,7 +323,7 @@ def _quiet_nanwarnings():
 
 
 def save_figure(fig, path: str | os.PathLike, dpi: int = 80) -> Path:
-    """Write ``fig`` as a small PNG atomically and close it."""
+    """Write ``fig`` as a small PNG atomically (:func:`attsvm.outputs.write_bytes`) and close it."""
     import io
 
     import matplotlib.pyplot as plt
@@ -314,9 +332,7 @@ def save_figure(fig, path: str | os.PathLike, dpi: int = 80) -> Path:
     fig.tight_layout()
     fig.savefig(buf, format="png", dpi=dpi)
     plt.close(fig)
-    p = Path(path)
-    _write_atomic(p, buf.getvalue())
-    return p
+    return outputs.write_bytes(path, buf.getvalue())
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -381,6 +397,25 @@ def sizes_of(mod: ModuleType, smoke: bool, seeds: int | None) -> dict[str, Any]:
     return size
 
 
+def output_files(name: str, out: str | os.PathLike) -> dict[str, str]:
+    """The files :func:`reproduce` writes for experiment ``name`` into the folder ``out``."""
+    outdir = Path(out)
+    return {
+        "png": str(outdir / f"{name}.png"),
+        "json": str(outdir / f"{name}.json"),
+        "manifest": str(outdir / f"{name}.manifest.json"),
+    }
+
+
+def check_outputs(names: Iterable[str], out: str | os.PathLike, option: str = "--out") -> None:
+    """Bad input (:class:`~attsvm.errors.InputError`, one line naming ``option``) unless the folder ``out`` and
+    the files of every experiment in ``names`` can be written (:mod:`attsvm.outputs`); writes nothing."""
+    outputs.check_output_dir(out, option)
+    for name in names:
+        for f in output_files(name, out).values():
+            outputs.check_output_file(f, option)
+
+
 def reproduce(
     name: str,
     out: str | os.PathLike,
@@ -393,14 +428,15 @@ def reproduce(
     folder: str | os.PathLike | None = None,
     argv: Sequence[str] | None = None,
 ) -> Report:
-    """Run experiment ``name`` and write ``NAME.json``, ``NAME.png``, ``NAME.manifest.json`` into ``out``."""
+    """Run experiment ``name`` and write ``NAME.json``, ``NAME.png``, ``NAME.manifest.json`` into ``out``.
+
+    The output paths are checked before the run (:func:`check_outputs`); the three files are written all or
+    none (:func:`attsvm.outputs.transaction`): a failure or Ctrl-C leaves no new file and no temporary one."""
     if not str(device).startswith(("cpu", "cuda")):
         raise InputError(f"--device must be cpu or cuda, got {device!r}")
     mod = load_spec(name, folder)
     path = discover(folder)[name]
-    outdir = Path(out)
-    if outdir.exists() and not outdir.is_dir():
-        raise InputError(f"{outdir}: exists and is not a directory")
+    check_outputs([name], out)
     if str(device).startswith("cuda"):
         import torch
 
@@ -432,16 +468,14 @@ def reproduce(
     failures = [str(f) for f in mod.check(result)]
     result["checks"] = {"failures": failures, "ok": not failures}
     fig = mod.plot(result)
-    outdir.mkdir(parents=True, exist_ok=True)
-    files = {
-        "png": str(outdir / f"{name}.png"),
-        "json": str(outdir / f"{name}.json"),
-        "manifest": str(outdir / f"{name}.manifest.json"),
-    }
-    save_figure(fig, files["png"])
-    _write_atomic(Path(files["json"]), json.dumps(result, indent=1, allow_nan=False).encode())
+    files = output_files(name, out)
+    result_text = json.dumps(result, indent=1, allow_nan=False)
     man = manifest(name, ctx, wall, path, argv)
-    _write_atomic(Path(files["manifest"]), json.dumps(jsonable(man), indent=1, allow_nan=False).encode())
+    manifest_text = json.dumps(jsonable(man), indent=1, allow_nan=False)
+    with outputs.transaction():
+        save_figure(fig, files["png"])
+        outputs.write_text(files["json"], result_text)
+        outputs.write_text(files["manifest"], manifest_text)
     ctx.progress.note(f"done in {wall:.1f}s" + ("" if not failures else f"; {len(failures)} check(s) FAILED"))
     return Report(name, str(mod.TITLE), result, failures, files, wall)
 

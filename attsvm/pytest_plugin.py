@@ -149,6 +149,13 @@ def pytest_configure(config: pytest.Config) -> None:
     here = config.invocation_params.dir
     targets = [Path(os.path.abspath(here / p)) for p in paths]
     out = config.getoption("attsvm_out")
+    if out is not None:  # checked before collection, as attsvm check --out (attsvm.outputs)
+        from .outputs import check_output_dir
+
+        try:
+            check_output_dir(os.path.abspath(here / out), "--attsvm-out")
+        except InputError as exc:
+            raise pytest.UsageError(str(exc)) from None
     config.stash[_STATE] = _State(
         targets=targets,
         budget_name=name,

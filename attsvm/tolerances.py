@@ -1,4 +1,4 @@
-"""The one tolerance table of attsvm, keyed by dtype and device.
+r"""The one tolerance table of attsvm, keyed by dtype and device.
 
 Every numerical comparison in the engine and the tests takes its tolerance from here::
 
@@ -23,6 +23,8 @@ Keys
 ``rowspace``                    GD: ||(W_k - W_0)(I - P_Z)||_F relative to ||W_k - W_0||_F
 ``rounding``                    relative rounding allowance of a float64 identity/bound evaluated in a few operations
 ``replay_rtol``                 a float64 GD stretch vs its 50-digit mpmath replay; reference stepper vs engine
+``near_tie``                    a score gap $\gamma_{i,\mathrm{opt}}-\max_{t\ne\mathrm{opt}}\gamma_{it}$ at most this
+                                times $\|v\|\max_t\|x_{it}\|$ is a near-tie (warned: rounding decides opt)
 ``trap_slope_rtol``             measured d log s / d||W|| of a trapped input vs the slope its SVM deficit predicts
 """
 
@@ -47,6 +49,7 @@ _TABLE: dict[tuple[str, str], dict[str, float]] = {
         "rowspace": 1e-10,
         "replay_rtol": 1e-10,
         "trap_slope_rtol": 2e-2,
+        "near_tie": 1e-12,
     },
     ("float32", "cpu"): {
         "grad_rtol": 1e-4,
@@ -66,6 +69,7 @@ _TABLE: dict[tuple[str, str], dict[str, float]] = {
         "rowspace": 1e-4,
         "replay_rtol": 1e-4,
         "trap_slope_rtol": 2e-2,
+        "near_tie": 1e-5,
     },
 }
 # CUDA: same numbers except reductions may be reordered, so device comparisons are looser.

@@ -36,7 +36,7 @@ def test_json_solution(capsys, small):
     assert rc == 0 and err == ""
     obj = json.loads(out)
     assert KEYS <= set(obj)
-    assert obj["status"] == "optimal" and obj["norm"] == "fro"
+    assert obj["status"] == "optimal" and obj["norm_kind"] == "fro"
     assert np.array(obj["W"]).shape == (6, 6)
     assert obj["certificate"]["kind"] == "exact-rational" and obj["certificate"]["verified"] is True
     assert set(obj["kkt"]) == {

@@ -170,3 +170,100 @@ def test_generators():
     np.testing.assert_allclose(inf.X[0, 0], inf.X[0, 1:].mean(axis=0))
     assert inf.alpha[0] == 0
     assert generate.overparam(3, 5, seed=0).d == 4
+
+
+# ---------------------------------------------------------------------- real data, integer selections, near-ties
+def _base():
+    return generate.paper_law(3, 4, 3, seed=0)
+
+
+@pytest.mark.parametrize("field", ["X", "Z", "v"])
+def test_complex_data_rejected(field):
+    m = _base().to_dict()
+    m[field] = np.asarray(m[field]) + 1e-3j
+    with pytest.raises(InputError, match=rf"field '{field}' is complex"):
+        Dataset(m["X"], m["Y"], m["Z"], m["v"])
+
+
+def test_complex_file_rejected_at_the_cli(tmp_path, capsys):
+    from attsvm.cli import main
+
+    m = {k: np.asarray(v) for k, v in _base().to_dict().items() if k != "kind"}
+    m["X"] = m["X"] + 0j  # complex dtype even with zero imaginary part: the file is not real data
+    np.savez(tmp_path / "c.npz", **m)
+    assert main(["solve", str(tmp_path / "c.npz")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: field 'X' is complex; attsvm takes real data (split real and imaginary parts)"]
+
+
+@pytest.mark.parametrize("alpha", [[0.0, 1.0, 2.0], [0.5, 1.0, 2.0], ["0", "1", "2"]])
+def test_alpha_must_have_an_integer_dtype(alpha):
+    ds = _base()
+    with pytest.raises(InputError, match="field 'alpha' must hold integer token indices"):
+        ds.with_alpha(np.asarray(alpha))
+
+
+def test_integer_alpha_accepted():
+    assert _base().with_alpha(np.array([0, 1, 2])).selection.tolist() == [0, 1, 2]
+
+
+def _near_tie(gap: float):
+    """Input 0's runner-up token moved orthogonally to v, its score set to opt's + gap (a distinct token)."""
+    ds = _base()
+    X, v, Y = ds.X.copy(), ds.v, ds.Y
+    g = Y[0] * X[0] @ v
+    o = int(np.argmax(g))
+    j = (o + 1) % 4
+    u = np.array([1.0, -1.0, 0.5])
+    u -= (u @ v) / (v @ v) * v
+    X[0, j] = X[0, o] + 0.5 * u / np.linalg.norm(u) + Y[0] * gap * v / (v @ v)
+    return X, ds.Y, ds.Z, v, j
+
+
+def test_near_tie_warns_and_names_the_input():
+    from attsvm.data import score_gap
+    from attsvm.errors import NearTieWarning
+
+    X, Y, Z, v, j = _near_tie(4e-16)
+    g = score_gap(Y[:, None] * np.einsum("ntd,d->nt", X, v))
+    assert 0 < g[0] < 1e-15  # the construction is a near-tie, not an exact tie
+    with pytest.warns(NearTieWarning, match=r"near-tie for the optimal token at index \(0,\)"):
+        ds = Dataset(X, Y, Z, v)
+    assert ds.opt[0] == j
+    import warnings
+
+    with warnings.catch_warnings():  # an explicit selection is the user's decision: no warning
+        warnings.simplefilter("error")
+        Dataset(X, Y, Z, v, alpha=ds.opt)
+
+
+def test_clear_gap_does_not_warn():
+    import warnings
+
+    X, Y, Z, v, _ = _near_tie(1e-6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Dataset(X, Y, Z, v)
+
+
+def test_score_gap_against_a_loop():
+    from attsvm.data import score_gap
+
+    rng = np.random.default_rng(3)
+    g = rng.standard_normal((5, 4))
+    mask = np.tril(np.ones((4, 4), bool))[1]  # two visible tokens
+    want = [sorted(r)[-1] - sorted(r)[-2] for r in g]
+    assert np.allclose(score_gap(g), want)
+    want_m = [max(r[:2]) - min(r[:2]) for r in g]
+    assert np.allclose(score_gap(g, mask), want_m)
+    assert np.all(np.isinf(score_gap(g[:, :1])))
+
+
+def test_near_tie_is_one_warning_line_at_the_cli(tmp_path, capsys):
+    from attsvm.cli import main
+
+    X, Y, Z, v, _ = _near_tie(4e-16)
+    np.savez(tmp_path / "nt.npz", X=X, Y=Y, Z=Z, v=v)
+    assert main(["solve", str(tmp_path / "nt.npz")]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("warning: near-tie for the optimal token at index (0,)"), err

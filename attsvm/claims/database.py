@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
+from ..outputs import check_output_dir
 from .api import Claim, Outcome, outcome_error
 from .case import Case, ReplayError
 from .confirm import Confirmation, confirm
@@ -52,16 +53,12 @@ class Database:
         return f"Database({str(self.path)!r})"
 
     def check_writable(self) -> None:
-        """Create the folder and probe it; bad input (:class:`~attsvm.errors.InputError`) when that fails."""
-        p = self.path
+        """Bad input (:class:`~attsvm.errors.InputError`, naming ``--db``) unless the folder exists or can be
+        created and files can be written in it (:func:`attsvm.outputs.check_output_dir`; nothing is created)."""
         try:
-            p.mkdir(parents=True, exist_ok=True)
-            probe = p / f".probe-{os.getpid()}"
-            probe.write_bytes(b"")
-            probe.unlink()
-        except OSError as exc:
-            why = exc.strerror or type(exc).__name__
-            raise InputError(f"--db {p}: cannot write the counterexample database ({why}); pass --no-db") from None
+            check_output_dir(self.path, "--db")
+        except InputError as exc:
+            raise InputError(f"{exc}; pass --no-db to run without the counterexample database") from None
 
     def folder(self, claim_id: str) -> Path:
         return self.path / slug(claim_id)
@@ -94,19 +91,17 @@ class Database:
         """Replay ``claim``'s stored failures (module docstring); the first confirmed one, or None."""
         for js in self.entries(claim.id):
             try:
-                ds, info = load(js)
+                ds, info = load(js, claim.id)
             except InputError as exc:
                 raise InputError(f"counterexample database: {exc} (delete the entry, or pass --no-db)") from None
-            if info.get("claim") != claim.id:
-                raise InputError(f"counterexample database: {js} belongs to {info.get('claim')!r}, not {claim.id!r}")
             case = Case(
                 data=ds,
                 hypotheses=claim.case_hypotheses,
-                seed=int(info.get("seed", 0)),
+                seed=info["seed"],
                 device=device,
                 budget=budget,
-                index=int(info.get("index", 0)),
-                replay=decode_draw(info.get("draws") or []),
+                index=info["index"],
+                replay=decode_draw(info["draws"]),
             )
             try:
                 out = claim.conclusion(case)

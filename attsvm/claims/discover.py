@@ -12,10 +12,7 @@ with the exception), duplicate claim ids, no claims found.
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
 import os
-import sys
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -44,32 +41,12 @@ def claim_files(path: str | os.PathLike) -> list[Path]:
 
 
 def load_file(path: Path) -> list[Claim]:
-    """Import ``path`` by path; return its module-level claims in definition order."""
+    """Import ``path`` by path (:func:`attsvm.userfile.load_module`); return its module-level claims in
+    definition order."""
+    from ..userfile import load_module
+
     path = Path(path).resolve()
-    digest = hashlib.sha1(str(path).encode()).hexdigest()[:10]
-    name = f"attsvm_claimfile_{digest}_{path.stem}"
-    if name in sys.modules:
-        mod = sys.modules[name]
-    else:
-        spec = importlib.util.spec_from_file_location(name, path)
-        if spec is None or spec.loader is None:
-            raise InputError(f"{path}: cannot import claim file")
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        sys.path.insert(0, str(path.parent))
-        try:
-            spec.loader.exec_module(mod)
-        except Exception as exc:
-            sys.modules.pop(name, None)
-            msg = str(exc).strip().splitlines()
-            raise InputError(
-                f"{path}: claim file failed to import ({type(exc).__name__}: {msg[0] if msg else ''})"
-            ) from exc
-        finally:
-            try:
-                sys.path.remove(str(path.parent))
-            except ValueError:
-                pass
+    mod = load_module(path, "claim")
     seen: set[int] = set()
     claims = []
     for obj in vars(mod).values():

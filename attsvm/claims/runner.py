@@ -328,14 +328,19 @@ def check(
     allow_inconclusive: bool = False,
     db: Any = None,
 ) -> list[ClaimResult]:
-    """Run ``claims`` (dependency order); save failing cases under ``out``; report progress; ``db`` the
-    counterexample database (:func:`run_claim`)."""
+    """Run ``claims`` (dependency order); save failing cases under ``out`` (checked writable first: an
+    :class:`~attsvm.errors.InputError` before anything runs); report progress; ``db`` the counterexample database
+    (:func:`run_claim`)."""
     from .discover import dependency_order
 
     b = resolve_budget(budget)
     ordered = dependency_order(claims)
     for c in ordered:  # bad hypotheses are bad input: say so before running anything
         validate(c)
+    if out is not None:  # so is a counterexample folder that cannot be written (the CLI names it --out)
+        from ..outputs import check_output_dir
+
+        check_output_dir(out, "out")
     if progress is not None:
         progress.total = len(ordered)
     results = []
@@ -373,12 +378,10 @@ def replay(claim: Claim, npz: str | os.PathLike, *, device: str = "cpu") -> Clai
     """Re-evaluate a saved counterexample of ``claim`` (its data set and recorded draws) and confirm it."""
     from .counterexample import decode_draw, load
 
-    ds, info = load(npz)
-    if info["claim"] != claim.id:
-        raise InputError(f"{npz}: counterexample of {info['claim']!r}, not of {claim.id!r}")
-    draws = decode_draw(info.get("draws") or [])
-    seed = int(info.get("seed", 0))
-    b = float(info.get("budget", 1.0))
+    ds, info = load(npz, claim.id)  # checked (counterexample.validate): the fields below have their types
+    draws = decode_draw(info["draws"])
+    seed = info["seed"]
+    b = float(info["budget"])
     t0 = time.perf_counter()
     res = _base(claim, seed=seed, budget=b, examples=1)
     if claim.kind == "empirical":
@@ -393,7 +396,7 @@ def replay(claim: Claim, npz: str | os.PathLike, *, device: str = "cpu") -> Clai
             seed=seed,
             device=device,
             budget=b,
-            index=int(info.get("index", 0)),
+            index=info["index"],
             replay=draws,
         )
         out = claim.conclusion(case)

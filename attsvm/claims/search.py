@@ -17,6 +17,12 @@ within a time budget: once the search seconds (or, after the first failure, the 
 spent, the next call aborts the Hypothesis run (a ``BaseException``; Hypothesis may re-raise it as
 "inconsistent data generation", which is then ignored).
 
+**Ctrl-C.** A ``KeyboardInterrupt`` always ends the search and propagates to the caller (the CLI prints
+``error: interrupted``, exit 130): the claim code's exceptions are caught as ``Exception`` only, an interrupt
+that Hypothesis wrapped into one of its exception groups is unwrapped and re-raised, and while the search runs
+a SIGINT is also remembered, so that an interrupt swallowed on the way (in a finaliser, in a library) still
+stops the search at the next example.
+
 **Confirmation during the search.** A float64 failure is confirmed at once (:func:`~.confirm.confirm`). A
 *cleared* failure (a rounding artefact) counts as an example decided at high precision and the search goes
 on; a *confirmed* or *unconfirmed* failure is shrunk. After shrinking, the smallest failing cases (smallest
@@ -32,6 +38,8 @@ from __future__ import annotations
 
 import contextlib
 import math
+import signal
+import threading
 import time
 import traceback
 from collections import Counter
@@ -107,6 +115,42 @@ def _is_hypothesis_control(exc: BaseException) -> bool:
     return mod.startswith("hypothesis")
 
 
+def interrupted_in(exc: BaseException) -> bool:
+    """Whether ``exc`` is, wraps (an exception group, a cause or context) or was raised by a KeyboardInterrupt."""
+    seen: set[int] = set()
+    todo = [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, KeyboardInterrupt):
+            return True
+        todo += [e.__cause__, e.__context__, *getattr(e, "exceptions", ())]
+    return False
+
+
+@contextlib.contextmanager
+def _sigint_remembered():
+    """While the block runs, SIGINT raises KeyboardInterrupt as usual *and* sets ``state["yes"]`` (main thread
+    with the default handler only; elsewhere the flag stays False and nothing changes)."""
+    state = {"yes": False}
+    previous = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or previous is not signal.default_int_handler:
+        yield state
+        return
+
+    def handler(signum, frame):
+        state["yes"] = True
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, handler)
+    try:
+        yield state
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 @contextlib.contextmanager
 def _no_local_constants():
     """Make the search depend only on the seed, not on which modules happen to be imported.
@@ -168,6 +212,8 @@ def run_search(
         raise _OutOfTime from None
 
     def test(data) -> None:
+        if sigint["yes"]:  # an earlier Ctrl-C was swallowed somewhere: stop now
+            raise KeyboardInterrupt
         now = time.perf_counter()
         if res.minimal is None and now > clock["deadline"]:
             res.timed_out = aborted["yes"] = True
@@ -193,8 +239,8 @@ def run_search(
             out = Outcome(
                 ok=True, inconclusive=f"solver: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
             )
-        except BaseException as exc:
-            if _is_hypothesis_control(exc) or isinstance(exc, KeyboardInterrupt):
+        except (Exception, SystemExit) as exc:  # never KeyboardInterrupt: Ctrl-C ends the search
+            if _is_hypothesis_control(exc):
                 raise
             stop_with_error(error_line(exc), case)
         bad = outcome_error(out)
@@ -245,16 +291,21 @@ def run_search(
         report_multiple_bugs=False,
         print_blob=False,
     )(hseed(int(seed))(given(st.data())(test)))
+    sigint = {"yes": False}
     try:
-        with _no_local_constants():
+        with _sigint_remembered() as sigint, _no_local_constants():
             wrapped()
     except (_Failed, _OutOfTime):
         pass
     except Exception as exc:
+        if sigint["yes"] or interrupted_in(exc):  # a Ctrl-C that Hypothesis wrapped into an exception group
+            raise KeyboardInterrupt from exc
         # Hypothesis records the abort in its data tree and may report it as flaky data generation: that is
         # our own abort, not the claim's; anything else (a nondeterministic claim, ...) is an error.
         if not aborted["yes"] and res.minimal is None and res.error is None:
             res.error = "".join(traceback.format_exception_only(type(exc), exc)).strip().splitlines()[-1]
+    if sigint["yes"]:
+        raise KeyboardInterrupt
     if res.minimal is not None and shrunk:
         _keep_smallest_confirmed(claim, res, shrunk)
     res.exhausted = res.minimal is None and res.error is None and not res.timed_out and res.examples < int(examples)

@@ -6,7 +6,8 @@ only the standard library and numpy at import time (heavy imports go inside ``ru
 ``attsvm --help`` stays fast.
 
 Exit codes: 0 success; 1 a claim refuted, a program infeasible or a check failed; 2 bad input or
-usage. Errors are one line on stderr starting ``error:`` (``--debug`` shows the traceback).
+usage. Errors are one line on stderr starting ``error:``; ``--debug``, before or after the subcommand, shows the
+traceback instead. ``--version`` prints ``attsvm X.Y.Z``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
+from pathlib import Path
 
 from ..errors import AttsvmError
 
@@ -26,9 +29,36 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+def version() -> str:
+    """The installed distribution's version (``importlib.metadata``), else ``attsvm.__version__`` (a source tree)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("attsvm")
+    except metadata.PackageNotFoundError:
+        from .. import __version__
+
+        return __version__
+
+
+class _Version(argparse.Action):
+    """``--version``: the version is looked up only when asked for (``attsvm --help`` stays fast)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        sys.stdout.write(f"attsvm {version()}\n")
+        parser.exit(0)
+
+
+_DEBUG_HELP = "show the traceback of an error instead of one line (also accepted after the subcommand)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="attsvm", description="Check the max-margin (SVM) theory of attention.")
-    p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    p.add_argument("--version", action=_Version, help="print 'attsvm X.Y.Z' and exit")
+    p.add_argument("--debug", action="store_true", help=_DEBUG_HELP)
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in SUBCOMMANDS:
         try:
@@ -38,6 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
                 raise
             continue
         sp = mod.add_parser(sub)
+        # after the subcommand too; SUPPRESS: absent there, it leaves the main parser's value alone
+        sp.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=_DEBUG_HELP)
         sp.set_defaults(_run=mod.run)
     return p
 
@@ -49,7 +81,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     try:
-        rc = args._run(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            rc = args._run(args)
     except AttsvmError as exc:
         if args.debug:
             raise
@@ -61,6 +95,17 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     return int(rc or 0)
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """attsvm's own warnings (e.g. :class:`~attsvm.errors.NearTieWarning`) as one ``warning:`` line on stderr;
+    other libraries' warnings keep Python's format."""
+    from ..errors import NearTieWarning
+
+    if issubclass(category, NearTieWarning) or "attsvm" in Path(str(filename)).parts:
+        sys.stderr.write(f"warning: {_one_line(message if isinstance(message, Warning) else Warning(message))}\n")
+    else:
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
 
 
 def _one_line(exc: BaseException) -> str:

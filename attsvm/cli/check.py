@@ -12,14 +12,19 @@ claims ``refuted`` with a confirmed counterexample, pinned ones ``inconclusive``
 failure, an error or an invalid ``Outcome`` in a claim never matches), 1 otherwise, 2 on bad input (unknown
 ``--only`` id, a path without claims, a claim file that fails to import, hypotheses a strategy does not take).
 ``--json -`` writes the JSON report to stdout instead of the table.
+
+Every output is checked before anything runs (:mod:`attsvm.outputs`; exit 2, one line naming the option):
+``--json``/``--markdown``/``--latex`` files, the ``--out`` counterexample folder (default included: a
+counterexample that cannot be saved would be lost) and the ``--db`` folder. The database is a cache, so only a
+``--db DIR`` given explicitly is an error when it cannot be written; when the default ``.attsvm/db`` cannot be,
+one ``warning:`` line says so and the run goes on without a database. Reports and counterexamples are written
+atomically; Ctrl-C stops the run (``error: interrupted``, exit 130) without partial files.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-from pathlib import Path
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -50,9 +55,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--replay", metavar="FILE", help="re-evaluate a saved counterexample (.npz) instead of searching")
     p.add_argument(
         "--db",
-        default=".attsvm/db",
+        default=None,
         metavar="DIR",
-        help="counterexample database: failures found are stored and replayed first next time (default .attsvm/db)",
+        help="counterexample database: failures found are stored and replayed first next time (default "
+        ".attsvm/db; when that cannot be written, a warning and no database)",
     )
     p.add_argument("--no-db", action="store_true", help="neither read nor write the counterexample database")
     p.add_argument(
@@ -65,28 +71,22 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def _write(path: str, text: str) -> None:
+    """``text`` to the file ``path`` atomically (:func:`attsvm.outputs.write_text`); ``-`` is stdout."""
+    from ..outputs import write_text
+
     if path == "-":
         sys.stdout.write(text)
         return
-    p = Path(path)
-    tmp = p.with_name(p.name + ".tmp-attsvm")
-    try:
-        tmp.write_text(text)
-        os.replace(tmp, p)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    write_text(path, text)
 
 
-def _check_outputs(args) -> None:
+def _check_args(args) -> None:
+    """Bad input before anything runs: option values and every report file (:mod:`attsvm.outputs`)."""
     from ..errors import InputError
+    from ..outputs import check_output_file
 
     for name in ("json", "markdown", "latex"):
-        f = getattr(args, name)
-        if f and f != "-":
-            parent = Path(f).resolve().parent
-            if not parent.is_dir():
-                raise InputError(f"--{name} {f}: folder {parent} does not exist")
+        check_output_file(getattr(args, name), f"--{name}")
     if args.examples is not None and args.examples < 1:
         raise InputError(f"--examples must be >= 1, got {args.examples}")
     if args.seconds is not None and not args.seconds > 0:
@@ -98,14 +98,38 @@ def _check_outputs(args) -> None:
             raise InputError("--device cuda: no CUDA device available")
 
 
+def _database(args):
+    """The counterexample database of the run (``--db``/``--no-db``; the module docstring): a checked
+    :class:`~attsvm.claims.database.Database`, or None."""
+    from ..claims.database import DEFAULT, Database, open_database
+    from ..errors import InputError
+    from ..outputs import check_output_dir
+
+    if args.no_db:
+        return None
+    if args.db is not None:
+        return open_database(args.db)
+    try:
+        check_output_dir(DEFAULT, "--db")
+    except InputError as exc:
+        sys.stderr.write(f"warning: {exc}; running without the counterexample database (--no-db: no warning)\n")
+        return None
+    return Database(DEFAULT)
+
+
 def run(args) -> int:
     from ..claims import discover, select
     from ..claims import report as rep
     from ..claims.runner import Progress, check, replay, resolve_budget
     from ..errors import InputError
+    from ..outputs import check_output_dir
 
     budget = resolve_budget(args.budget)
-    _check_outputs(args)
+    _check_args(args)
+    db = None
+    if not args.replay and not args.list:  # the search writes counterexamples and the database
+        check_output_dir(args.out, "--out")
+        db = _database(args)
     if args.replay:
         from ..claims.counterexample import load
 
@@ -121,9 +145,6 @@ def run(args) -> int:
             for c in claims:
                 print(f"{c.id}\t{c.origin}\t{c.kind}\t{c.title}")
             return 0
-        from ..claims.database import open_database
-
-        db = open_database(None if args.no_db else args.db)
         prog = Progress(sys.stderr)
         results = check(
             claims,

@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 
@@ -43,29 +41,31 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def _write(path: str, text: str) -> None:
-    """Write atomically (nothing half-written); '-' is stdout."""
+    """Write atomically (:func:`attsvm.outputs.write_text`: nothing half-written); '-' is stdout."""
+    from ..outputs import write_text
+
     if path == "-":
         sys.stdout.write(text)
         return
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(tmp, target)
+    write_text(path, text)
+
+
+def _check_outputs(args) -> None:
+    """Every output path (``--latex``, ``--markdown``, the ``--update-golden`` folder) checked writable before
+    any derivation is built or solved (:mod:`attsvm.outputs`; bad input names the option)."""
+    from ..outputs import check_output_dir, check_output_file
+
+    check_output_file(args.latex, "--latex")
+    check_output_file(args.markdown, "--markdown")
+    if args.update_golden:
+        check_output_dir(golden_dir(args.golden_dir), "--golden-dir" if args.golden_dir else "--update-golden")
 
 
 def _parse_alpha(text: str | None):
-    import numpy as np
+    """``--alpha`` of ``derive kkt``: the same forms as ``attsvm solve`` (:func:`attsvm.selection.parse_alpha`)."""
+    from ..selection import parse_alpha
 
-    from ..errors import InputError
-
-    if text is None:
-        return None
-    try:
-        return np.array([int(x) for x in text.replace(" ", "").split(",") if x != ""], dtype=np.int64)
-    except ValueError as exc:
-        raise InputError(f"--alpha must be comma-separated integers, got {text!r}") from exc
+    return parse_alpha(text)
 
 
 def golden_dir(arg: str | None = None) -> Path:
@@ -77,6 +77,7 @@ def golden_dir(arg: str | None = None) -> Path:
 def run(args) -> int:
     from ..errors import InputError
 
+    _check_outputs(args)
     if args.names and args.names[0] == "kkt":
         if len(args.names) > 1:
             raise InputError("derive kkt takes no derivation names")
@@ -91,6 +92,11 @@ def run(args) -> int:
     unknown = [n for n in names if n not in reg]
     if unknown:
         raise InputError(f"unknown derivation {unknown[0]!r} (known: {', '.join(reg)})")
+    if args.update_golden:
+        from ..outputs import check_output_file
+
+        for n in names:
+            check_output_file(golden_dir(args.golden_dir) / f"{n}.tex", "--update-golden")
     derivs = [reg[n].build() for n in names]
     if args.check:
         for d in derivs:
@@ -104,8 +110,11 @@ def run(args) -> int:
     if args.update_golden:
         gd = golden_dir(args.golden_dir)
         outputs += [(str(gd / f"{d.name}.tex"), d.latex(standalone=True)) for d in derivs]
-    for path, text in outputs:
-        _write(path, text)
+    from ..outputs import transaction
+
+    with transaction():  # all the files or none
+        for path, text in outputs:
+            _write(path, text)
     failed = [d for d in derivs if d.verified is False]
     to_stdout = any(p == "-" for p, _ in outputs)
     if args.json:
@@ -147,15 +156,15 @@ def _long(cert) -> bool:
 
 
 def _run_kkt(args) -> int:
-    from ..data import load
     from ..errors import InputError
-    from ..symbolic.kkt_instance import certify_exact, derivation_of
+    from ..selection import load_with_alpha
+    from ..symbolic.kkt_instance import certify_exact, derivation_of, display_rational
 
     if not args.data:
         raise InputError("derive kkt needs --data FILE")
-    ds = load(args.data)
-    alpha = _parse_alpha(args.alpha)
-    cert, ex = certify_exact(ds, alpha)
+    # --alpha becomes the data set's selection (ties then allowed, the same loader as 'attsvm solve')
+    ds = load_with_alpha(args.data, _parse_alpha(args.alpha))
+    cert, ex = certify_exact(ds, None)
     d = derivation_of(ex, alpha=cert.get("alpha"))
     d.verify()
     verified = bool(cert["verified"] and d.verified)
@@ -173,9 +182,9 @@ def _run_kkt(args) -> int:
         print(f"Att-SVM exact KKT: {'verified' if verified else 'NOT verified'} ({cert['source']})")
         print(f"  active constraints (i,t): {cert['active']}")
         for i, t, q in cert["multipliers"]:
-            print(f"  lambda[{i},{t}] = {_short(q)}")
-        print("  W = [" + "; ".join(", ".join(_short(q) for q in row) for row in cert["W"]) + "]")
-        print(f"  min other margin = {_short(cert['min_other_margin'])}")
+            print(f"  lambda[{i},{t}] = {display_rational(q)}")
+        print("  W = [" + "; ".join(", ".join(display_rational(q) for q in row) for row in cert["W"]) + "]")
+        print(f"  min other margin = {display_rational(cert['min_other_margin'])}")
         if _long(cert):
             print("  (--json gives the exact values in full)")
     if not verified:

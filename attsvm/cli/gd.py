@@ -1,9 +1,22 @@
-"""``attsvm gd DATA.npz``: run (normalised) gradient descent / mirror descent on a data set or a batch.
+r"""``attsvm gd DATA.npz``: run (normalised) gradient descent / mirror descent on a data set or a batch.
 
 A batch file (leading axis B) runs all its data sets concurrently; ``--json`` prints
 ``{"runs": [{"W", "loss", "norm", "selection", "steps", "stop_reason", ...}, ...]}`` in file order
 (``K``, ``Q`` for ``--param KQ``; ``p`` (and ``v``) for the prompt parametrisations; ``trajectory``
-with ``--record-every``). Exit 0 on success, 2 on bad input (one ``error:`` line).
+with ``--record-every``). Every number printed is finite (a non-finite value would be ``null``).
+
+``--alpha SEL`` names the target selection, as ``attsvm solve --alpha`` (:func:`attsvm.selection.parse_alpha`,
+also exported as ``attsvm.cli.solve.parse_alpha``; loading by :func:`attsvm.selection.load_with_alpha`):
+``opt`` (the file's ``alpha`` if any, else the optimal tokens), ``i0,i1,...`` (one token per input; n*K for
+sequence/causal data, row-major; broadcast over a batch, or B*n of them) or a ``.npy``/``.txt``/``.json`` file.
+It also admits data with a tie for the optimal token (without it a tie is bad input, and the message says to
+pass ``--alpha``). Each run then reports ``selection_matches_alpha``: whether GD's final selection
+$\arg\max_ts_{it}$ equals the target in every row (a column ``=alpha`` in the table).
+
+Exit 0 on success; 1 when some run stopped ``non-finite`` (its output is that of its last finite iterate,
+and one ``error:`` line names the runs, e.g. ``error: run 0: non-finite values at step 3 (parameters
+overflowed; lower --lr or rescale the data)``); 2 on bad input, including data or settings whose scores,
+logits or parameters would leave float64 (one ``error:`` line naming the field and the bound).
 """
 
 from __future__ import annotations
@@ -32,6 +45,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--m", type=int, default=None, help="width of K, Q (default d)")
     p.add_argument("--ridge", type=float, default=0.0, help="ridge lambda on the squared parameter norms")
     p.add_argument("--loss", choices=["logistic", "exponential", "correlation"], default="logistic")
+    p.add_argument(
+        "--alpha", default=None, metavar="SEL", help="target selection: opt | i0,i1,... | FILE (admits tied data)"
+    )
     p.add_argument("--init", default="zero", help="zero | random | FILE (.npy array W0/p0, or .npz with W|K,Q|p|v,p)")
     p.add_argument("--init-scale", type=float, default=None, help="scale of the random initialisation (0.1)")
     p.add_argument("--seed", type=int, default=0)
@@ -78,6 +94,42 @@ def _init(text: str, param: str) -> Any:
     return m
 
 
+def _num(x: Any) -> float | None:
+    """A float for JSON, or None (null) when not finite."""
+    x = float(x)
+    return x if np.isfinite(x) else None
+
+
+def _load(path: str, alpha: np.ndarray | None):
+    """Load as ``attsvm solve`` does (:func:`attsvm.selection.load_with_alpha`: with ``--alpha`` a tie for the
+    optimal token is admitted); without ``--alpha`` a tie is bad input whose message says to pass it."""
+    from ..errors import InputError
+    from ..selection import load_with_alpha
+
+    try:
+        return load_with_alpha(path, alpha)
+    except InputError as exc:
+        msg = str(exc)
+        if alpha is not None or "tie for the optimal token" not in msg:
+            raise
+        head = msg.split("; pass")[0]
+        raise InputError(
+            f"{head}; pass --alpha SEL (opt | i0,i1,... | FILE, one token per input) to name the GD target"
+        ) from exc
+
+
+def _nonfinite_line(res) -> str | None:
+    """One line naming every run that stopped ``non-finite`` (at most 5 listed), or None."""
+    bad = [b for b in range(res.B) if res.stop_reason[b] == "non-finite"]
+    if not bad:
+        return None
+    parts = [f"run {b}: non-finite values at step {int(res.nonfinite_step[b])} ({res.nonfinite[b]}" for b in bad[:5]]
+    more = f"; and {len(bad) - 5} more runs" if len(bad) > 5 else ""
+    if len(parts) == 1 and not more:
+        return parts[0] + "; lower --lr or rescale the data)"
+    return "; ".join(p + ")" for p in parts) + more + " (lower --lr or rescale the data)"
+
+
 def _tolist(a):
     """Nested lists for JSON (non-finite floats, e.g. corr at W=0, become null)."""
     a = np.asarray(a)
@@ -89,11 +141,13 @@ def _tolist(a):
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import data as data_mod
+    """Run ``attsvm gd`` (module docstring): print the runs; return 0, or 1 when a run stopped non-finite."""
     from ..errors import InputError
     from ..gd import run as gd_run
+    from ..selection import parse_alpha
 
-    ds = data_mod.load(args.data)
+    alpha = parse_alpha(args.alpha)
+    ds = _load(args.data, alpha)
     if args.steps < 0:
         raise InputError(f"--steps must be non-negative, got {args.steps}")
     if args.record_every is not None and args.record_every < 1:
@@ -120,18 +174,24 @@ def run(args: argparse.Namespace) -> int:
         dtype=args.dtype,
         threads=args.threads,
     )
+    target = None
+    if args.alpha is not None:
+        sel = np.asarray(ds.flat().alpha)
+        target = sel if ds.batched else sel[None]
     runs = []
     for b in range(res.B):
         r: dict[str, Any] = {k: _tolist(v) for k, v in res.params(b).items()}
         r.update(
-            loss=float(res.loss[b]),
-            norm=float(res.norm[b]),
+            loss=_num(res.loss[b]),
+            norm=_num(res.norm[b]),
             selection=res.selection[b].tolist(),
             max_softmax=_tolist(res.max_softmax[b]),
             stuck=res.stuck[b].tolist(),
             steps=int(res.steps[b]),
             stop_reason=res.stop_reason[b],
         )
+        if target is not None:
+            r["selection_matches_alpha"] = bool(np.array_equal(res.selection[b], target[b]))
         if res.trajectory:
             tr = res.trajectory
             r["trajectory"] = {"step": tr["step"].tolist()}
@@ -139,16 +199,24 @@ def run(args: argparse.Namespace) -> int:
                 if k != "step":
                     r["trajectory"][k] = _tolist(v[:, b])
         runs.append(r)
+    line = _nonfinite_line(res)
     if args.json:
         out = {"param": args.param, "algo": args.algo, "device": args.device, "seconds": res.seconds, "runs": runs}
-        sys.stdout.write(json.dumps(out) + "\n")
-        return 0
-    w = sys.stdout.write
-    w(f"attsvm gd: param={args.param} algo={args.algo} runs={res.B} ({res.seconds:.2f} s)\n")
-    w(f"{'run':>4} {'steps':>7} {'stop':>11} {'loss':>12} {'norm':>12} {'stuck':>5}  selection\n")
-    for b, r in enumerate(runs):
-        w(
-            f"{b:>4} {r['steps']:>7} {r['stop_reason']:>11} {r['loss']:>12.6g} {r['norm']:>12.6g} "
-            f"{sum(map(bool, r['stuck'])):>5}  {r['selection']}\n"
-        )
+        sys.stdout.write(json.dumps(out, allow_nan=False) + "\n")
+    else:
+        w = sys.stdout.write
+        fmt = lambda x: f"{x:>12.6g}" if x is not None else f"{'-':>12}"  # noqa: E731
+        col = f" {'=alpha':>6}" if target is not None else ""
+        w(f"attsvm gd: param={args.param} algo={args.algo} runs={res.B} ({res.seconds:.2f} s)\n")
+        w(f"{'run':>4} {'steps':>7} {'stop':>11} {'loss':>12} {'norm':>12} {'stuck':>5}{col}  selection\n")
+        for b, r in enumerate(runs):
+            match = f" {str(r['selection_matches_alpha']):>6}" if target is not None else ""
+            w(
+                f"{b:>4} {r['steps']:>7} {r['stop_reason']:>11} {fmt(r['loss'])} {fmt(r['norm'])} "
+                f"{sum(map(bool, r['stuck'])):>5}{match}  {r['selection']}\n"
+            )
+    if line is not None:
+        sys.stdout.flush()
+        sys.stderr.write(f"error: {line}\n")
+        return 1
     return 0

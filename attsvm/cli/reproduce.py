@@ -1,8 +1,10 @@
 """``attsvm reproduce NAME``: run one of the papers' experiments (``numerics/NAME.py``) or ``all``.
 
 Writes ``DIR/NAME.png`` (figure), ``DIR/NAME.json`` (the numbers behind it) and ``DIR/NAME.manifest.json``
-(package versions, device, seeds, git revision, wall time). Exit 0 when the paper's qualitative claims
-hold on the run, 1 when a check failed, 2 on bad input.
+(package versions, device, seeds, git revision, wall time), the three all or none. Exit 0 when the paper's
+qualitative claims hold on the run, 1 when a check failed, 2 on bad input (an unknown name, a spec that does not
+import, an ``--out`` folder that cannot be written: checked before anything runs). Ctrl-C stops the run and its
+worker processes (``error: interrupted``, exit 130) and leaves no partial file.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def run(args) -> int:
     from ..errors import InputError
-    from ..experiments import discover, reproduce
+    from ..experiments import check_outputs, discover, reproduce
 
     if args.device not in ("cpu", "cuda") and not str(args.device).startswith("cuda:"):
         raise InputError(f"--device must be cpu or cuda, got {args.device!r}")
@@ -49,6 +51,7 @@ def run(args) -> int:
         names = [args.name]
     else:
         raise InputError(f"unknown experiment {args.name!r} (known: {', '.join(sorted(known))}, all)")
+    check_outputs(names, args.out)  # every output path, before the first experiment runs
     reports = []
     for name in names:
         rep = reproduce(

@@ -8,7 +8,11 @@ Main entry point::
 
 * :func:`run` / :class:`GDResult` — the engine (:mod:`.engine`): parametrisations ``W``, ``KQ``, ``p``,
   ``vp``; algorithms ``gd``, ``ngd`` (direction in the log domain, runs far past underflow), ``md``
-  ($\ell_q$ mirror descent); nonlinear heads; stop rules; trajectories.
+  ($\ell_q$ mirror descent); nonlinear heads; stop rules (``STOP_REASONS``: ``steps``, ``underflow``,
+  ``target_corr``, ``non-finite`` — an overflow freezes the run at its last finite iterate); trajectories.
+* scale safety (:mod:`.numerics`): exact power-of-two rescaling of every gradient, scale-safe norms, and the
+  up-front refusal (:func:`~attsvm.gd.numerics.check_ranges`) of runs whose scores, logits or parameters could
+  leave float64.
 * :func:`cone_init`, :func:`initial_params` — initial points (:mod:`.init`).
 * :func:`regularization_path` / :class:`PathResult` — $\bar W_R\in\arg\min_{\|W\|\le R}\mathcal L$ (:mod:`.regpath`).
 * :func:`fit_power`, :func:`fit_log_rate` — rates of recorded trajectories (:mod:`.trajectory`).

@@ -11,14 +11,26 @@ Parameters $\theta$ are a dict of tensors: ``{"W"}``, ``{"K","Q"}`` ($W=KQ^\top$
 * ``md``: mirror descent with $\psi(W)=\frac1q\|W\|_q^q$: dual iterate $D=\nabla\psi(W)=\mathrm{sign}(W)|W|^{q-1}$,
   $D_{k+1}=D_k-\eta\nabla\mathcal L(W_k)$, $W=\mathrm{sign}(D)|D|^{1/(q-1)}$ (plain gradient).
 
-A factor whose gradient is exactly zero takes no step (never $0/0$); when the loss gradient of every
-factor is exactly zero the data set stops with reason ``underflow``.
+A factor whose gradient is exactly zero takes no step (never $0/0$). The data set stops with reason
+``underflow`` when ``ngd``'s direction is exactly zero for every factor (only at a true stationary point: the
+direction is taken in the log domain), or when the ``gd`` / ``md`` update is lost in floating point for every
+factor, $\theta_k-\eta\nabla\mathcal L(\theta_k)=\theta_k$ bit for bit (the dual for ``md``): the gradient, or
+$\eta$ times it, underflows to zero or below half an ulp of $\theta_k$ — a fixed point of the float iteration,
+which every later step would repeat.
+
+**Scale safety** (:mod:`.numerics`). Gradients are assembled from power-of-two rescaled pieces — the data
+$\hat X=2^{-e_X}X$, $\hat Z=2^{-e_Z}Z$ (only when out of range), the scores, the token weights, the factors —
+and returned as $\nabla_k\mathcal L=e^{M_k}2^{E_k}\hat G_k$ with $\max|\hat G_k|\in[\tfrac12,1)$
+(:func:`scaled_gradients`). So $\|\hat G_k\|$ never squares into overflow or underflow, the normalised
+direction $\hat G_k/\|\hat G_k\|$ is exact however large or small $\|\nabla\mathcal L\|$ is, the plain step
+is $\eta\nabla_k\mathcal L=(\eta2^{E_k})\,\hat G_k$ (the factor formed by exact power-of-two steps), and every result is
+bit-identical to the unscaled formulas wherever those are representable.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -27,6 +39,7 @@ from .model_torch import (
     grad_from_weights_p,
     grad_from_weights_W,
     head_outputs,
+    log_neg_loss_derivative_t,
     log_softmax_parts,
     logits_p,
     logits_W,
@@ -34,6 +47,7 @@ from .model_torch import (
     token_weights,
     token_weights_logdomain,
 )
+from .numerics import ldexp, normalise, range_scaled
 
 ALGOS = ("gd", "ngd", "md")
 
@@ -46,6 +60,25 @@ class Problem:
     param: str
     loss: str = "logistic"
     head: tuple | None = None
+    #: range-scaled data (:func:`~attsvm.gd.numerics.range_scaled`): ``X = 2^ex Xs``, ``Z = 2^ez Zs``,
+    #: fixed scores ``gamma = 2^eg gs``; the tensors themselves (exponent 0) when in range
+    Xs: torch.Tensor = field(init=False, repr=False)
+    XTs: torch.Tensor | None = field(init=False, repr=False)
+    Zs: torch.Tensor = field(init=False, repr=False)
+    gs: torch.Tensor = field(init=False, repr=False)
+    ex: torch.Tensor = field(init=False, repr=False)
+    ez: torch.Tensor = field(init=False, repr=False)
+    eg: torch.Tensor = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        D = self.D
+        self.Xs, self.ex = range_scaled(D.X)
+        if self.Xs is D.X:
+            self.XTs = D.XT
+        else:
+            self.XTs = None if D.XT is None else self.Xs.transpose(-1, -2).contiguous()
+        self.Zs, self.ez = range_scaled(D.Z)
+        self.gs, self.eg = range_scaled(D.gamma)
 
     @property
     def fixed_scores(self) -> bool:
@@ -71,35 +104,58 @@ def forward(P: Problem, th: dict[str, torch.Tensor]):
     return logs, u, ghat, (e, lz, top)
 
 
-def gradients(P: Problem, th: dict[str, torch.Tensor], fw, log_domain: bool):
-    """Loss gradients per factor and their log-scales: ``(grads, logscale)``; the true gradient of factor
-    ``k`` is ``exp(logscale[k]) * grads[k]`` (logscale 0 in the plain mode)."""
+def scaled_gradients(P: Problem, th: dict[str, torch.Tensor], fw, log_domain: bool):
+    r"""Loss gradients per factor as ``(G, M, E)``: $\nabla_k\mathcal L=e^{M_k}\,2^{E_k}\,\hat G_k$ with
+    $\max|\hat G_k|\in[\tfrac12,1)$ (or $\hat G_k=0$); ``M`` (B,) float log-scales (0 in the plain mode),
+    ``E`` (B,) int64 binary exponents (module docstring). In the log domain
+    $\nabla_v\mathcal L=-\frac{e^{M_v}}N\sum_ie^{\log|\ell'_i|-M_v}Y_iX_i^\top s_i$, $M_v=\max_i\log|\ell'_i|$."""
     logs, u, ghat, parts = fw
     D = P.D
     if log_domain:
-        w, M = token_weights_logdomain(logs, ghat, u, P.loss, parts)
-    else:
-        w = token_weights(logs, ghat, u, P.loss)
+        gs, ew = (P.gs, P.eg) if P.fixed_scores else normalise(ghat)
+        w, M = token_weights_logdomain(logs, gs, u, P.loss, parts)
+    else:  # the plain float weights, underflowing exactly where float64 does (the "underflow" stop)
+        gs, ew = (P.gs, P.eg) if P.fixed_scores else (ghat, torch.zeros_like(P.ex))
+        w = token_weights(logs, gs, u, P.loss)
         M = torch.zeros(D.B, dtype=D.X.dtype, device=D.X.device)
-    if P.param == "W":
-        return {"W": grad_from_weights_W(w, D.X, D.Z, D.XT)}, {"W": M}
-    if P.param == "KQ":
-        G = grad_from_weights_W(w, D.X, D.Z, D.XT)
-        return {"K": torch.matmul(G, th["Q"]), "Q": torch.matmul(G.transpose(-1, -2), th["K"])}, {"K": M, "Q": M}
-    gp = grad_from_weights_p(w, D.X)
+    if P.param in ("W", "KQ"):
+        G, eG = normalise(grad_from_weights_W(w, P.Xs, P.Zs, P.XTs))
+        E = ew + P.ex + P.ez + eG
+        if P.param == "W":
+            return {"W": G}, {"W": M}, {"W": E}
+        # |G Q| <= d max|Q| (max|G| < 1): representable, as check_ranges bounds d ||K||, d ||Q||
+        gK, e1 = normalise(torch.matmul(G, th["Q"]))
+        gQ, e2 = normalise(torch.matmul(G.transpose(-1, -2), th["K"]))
+        return {"K": gK, "Q": gQ}, {"K": M, "Q": M}, {"K": E + e1, "Q": E + e2}
+    gp, ep = normalise(grad_from_weights_p(w, P.Xs))
+    Ep = ew + P.ex + ep
     if P.param == "p":
-        return {"p": gp}, {"p": M}
-    c = loss_derivative_t(u, P.loss) / u.shape[-1]
-    gv = torch.einsum("bn,bnt,bntd->bd", c * D.Y, torch.exp(logs), D.X)
-    return {"v": gv, "p": gp}, {"v": torch.zeros_like(M), "p": M}
+        return {"p": gp}, {"p": M}, {"p": Ep}
+    N = u.shape[-1]
+    if log_domain:
+        lc = log_neg_loss_derivative_t(u, P.loss)
+        Mv = lc.amax(-1)
+        c = -torch.exp(lc - Mv.unsqueeze(-1)) / N
+    else:
+        Mv = torch.zeros_like(M)
+        c = loss_derivative_t(u, P.loss) / N
+    gv, ev = normalise(torch.einsum("bn,bnt,bntd->bd", c * D.Y, torch.exp(logs), P.Xs))
+    return {"v": gv, "p": gp}, {"v": Mv, "p": M}, {"v": P.ex + ev, "p": Ep}
+
+
+def gradients(P: Problem, th: dict[str, torch.Tensor], fw, log_domain: bool):
+    r"""Loss gradients per factor and their log-scales: ``(grads, logscale)``; the true gradient of factor
+    ``k`` is ``exp(logscale[k]) * grads[k]``. Plain mode: the float gradient itself (logscale 0; it saturates
+    to 0 / inf where float64 does); log domain: the representable :func:`scaled_gradients` direction with
+    $\log$-scale $M_k+E_k\log2$."""
+    G, M, E = scaled_gradients(P, th, fw, log_domain)
+    if log_domain:
+        return G, {k: M[k] + E[k].to(M[k].dtype) * math.log(2.0) for k in G}
+    return {k: ldexp(g, E[k]) for k, g in G.items()}, {k: torch.zeros_like(M[k]) for k in G}
 
 
 def _bshape(x: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     return x.view(x.shape[0], *([1] * (like.dim() - 1)))
-
-
-def _fro(x: torch.Tensor) -> torch.Tensor:
-    return torch.linalg.vector_norm(x.flatten(1), dim=-1)
 
 
 def step(
@@ -112,33 +168,48 @@ def step(
     q: float | None,
     dual: dict[str, torch.Tensor] | None,
 ):
-    """Proposed next iterate, next dual iterate (md, else None) and the (B,) bool ``underflow`` flag."""
-    grads, scale = gradients(P, th, fw, log_domain=(algo == "ngd"))
-    norms = {k: _fro(g) for k, g in grads.items()}
-    zero = None
-    for nrm in norms.values():
-        z = nrm == 0
-        zero = z if zero is None else zero & z
+    r"""Proposed next iterate, next dual iterate (md, else None) and the (B,) bool ``underflow`` flag.
+
+    ``ngd``: $\theta-\frac{\eta}{\|\hat g\|}\hat g$ with $\hat g=\hat G$ (or, with a ridge, the power-of-two
+    normalised $e^{L-c}\hat G+e^{L_\lambda-c}\hat\theta$, $L=M+E\log2$, $L_\lambda=\log2\lambda+e_\theta\log2$,
+    $c=\max(L,L_\lambda)$); ``gd`` / ``md``: the update $\eta\nabla\mathcal L=(\eta2^{E})\hat G$."""
+    G, M, E = scaled_gradients(P, th, fw, log_domain=(algo == "ngd"))
     new: dict[str, torch.Tensor] = {}
     if algo == "ngd":
+        zero = None
         lam = math.log(2.0 * ridge) if ridge > 0 else None
-        for k, g in grads.items():
-            nrm = norms[k]
+        ln2 = math.log(2.0)
+        for k, g in G.items():
+            nrm = torch.linalg.vector_norm(g.flatten(1), dim=-1)  # g is normalised: no overflow / underflow
+            z = nrm == 0
+            zero = z if zero is None else zero & z
             if lam is not None:
-                M = scale[k]
-                c = torch.clamp(M, min=lam)
-                g = _bshape(torch.exp(M - c), g) * g + _bshape(torch.exp(lam - c), g) * th[k]
-                nrm = _fro(g)
-            # a zero factor gradient gives a zero step (never 0/0)
-            new[k] = th[k] - _bshape(lr / nrm.clamp(min=torch.finfo(g.dtype).tiny), g) * g
+                L = M[k] + E[k].to(g.dtype) * ln2
+                thh, eth = normalise(th[k])
+                L2 = lam + eth.to(g.dtype) * ln2
+                c = torch.maximum(L, L2)
+                g = normalise(_bshape(torch.exp(L - c), g) * g + _bshape(torch.exp(L2 - c), g) * thh)[0]
+                nrm = torch.linalg.vector_norm(g.flatten(1), dim=-1)
+            # a zero factor gradient gives a zero step (never 0/0, nor lr/tiny = inf times 0)
+            fac = torch.where(nrm > 0, lr / nrm.clamp(min=torch.finfo(g.dtype).tiny), torch.zeros_like(nrm))
+            new[k] = th[k] - _bshape(fac, g) * g
         return new, None, zero
     if ridge > 0:
-        grads = {k: g + 2.0 * ridge * th[k] for k, g in grads.items()}
+        upd = {k: _bshape(lr, g) * (ldexp(g, E[k]) + 2.0 * ridge * th[k]) for k, g in G.items()}
+    else:  # eta 2^E exactly (a (B,) factor, saturating to 0 / inf only where the step itself would)
+        upd = {k: _bshape(ldexp(lr, E[k]), g) * g for k, g in G.items()}
+    old = th if algo == "gd" else dual
+    assert old is not None
+    moved = {k: old[k] - upd[k] for k in G}
+    # "underflow": the update is lost in floating point for every factor (a fixed point of the float iteration)
+    zero = None
+    for k, a in moved.items():
+        z = (a == old[k]).flatten(1).all(-1)
+        zero = z if zero is None else zero & z
     if algo == "gd":
-        return {k: th[k] - _bshape(lr, g) * g for k, g in grads.items()}, None, zero
-    assert dual is not None and q is not None
-    newdual = {k: dual[k] - _bshape(lr, g) * g for k, g in grads.items()}
-    return {k: primal_of_dual(Dk, q) for k, Dk in newdual.items()}, newdual, zero
+        return moved, None, zero
+    assert q is not None
+    return {k: primal_of_dual(Dk, q) for k, Dk in moved.items()}, moved, zero
 
 
 def dual_of_primal(W: torch.Tensor, q: float) -> torch.Tensor:

@@ -6,11 +6,27 @@ data set is a batch of one), on ``device`` in ``dtype`` (float64 default), deter
 Stop rules, checked per data set (a stopped data set is frozen while the others go on):
 
 * ``"steps"``: ``steps`` updates taken;
-* ``"underflow"``: the loss gradient of every factor is exactly zero in floating point (plain ``gd`` /
-  ``md`` once $s_{it}s_{i\tau}$ underflow; ``ngd`` computes the direction in the log domain and only
-  stops so at a true stationary point) — no $0/0$ step is ever taken;
+* ``"underflow"``: the update is lost in floating point for every factor — plain ``gd`` / ``md``:
+  $\theta_k-\eta\nabla\mathcal L(\theta_k)=\theta_k$ bit for bit (the dual for ``md``), because the gradient
+  (once $s_{it}s_{i\tau}$ underflow) or $\eta$ times it underflows, a fixed point every later step would
+  repeat; ``ngd`` computes the direction in the log domain and only stops so at a true stationary point
+  (direction exactly zero) — no $0/0$ step is ever taken;
 * ``"target_corr"``: before each update $k$ (and at $k=0$), if
-  $\mathrm{corr}(\theta_k,\text{first target})\ge1-$``stop_corr`` the run stops with $k$ steps taken.
+  $\mathrm{corr}(\theta_k,\text{first target})\ge1-$``stop_corr`` the run stops with $k$ steps taken;
+* ``"non-finite"``: update $k+1$ produced a non-finite value — parameters (or the mirror-descent dual), logits /
+  outputs $u_i$, or the loss overflowed or became NaN. The data set is frozen at its last finite iterate
+  $\theta_k$ ($k$ steps taken) and :attr:`GDResult.nonfinite` / :attr:`GDResult.nonfinite_step` say what and
+  where ($k+1$). A normalised run is bounded up front (below), so it gets here only through the loss
+  or a nonlinear head (e.g. $e^{-u}$ overflowing); plain ``gd`` / ``md`` have no a-priori bound.
+
+**Scale safety** (:mod:`.numerics`). Every direction, step, norm and correlation is computed from exact
+power-of-two rescalings (bit-identical to the plain formulas where those are representable). Before a run,
+:func:`~attsvm.gd.numerics.check_ranges` refuses (:class:`~attsvm.errors.InputError`) data and settings
+whose scores $|x|\,|v|$, logits $|x|\,|z|\,R$ or parameter norms $R$ could leave float64 — for ``ngd``
+$R=\|\theta_0\|+\eta\cdot$``steps`` bounds the whole run ($\|\theta_{k+1}-\theta_k\|=\eta$ per factor); for
+``gd`` / ``md`` $R=\|\theta_0\|$ — and an initial point whose logits or loss are not finite is bad input too.
+So a run either runs correctly, or is refused with one line naming the field and the bound, or stops
+``non-finite`` at its last finite iterate: never a silent zero or NaN.
 """
 
 from __future__ import annotations
@@ -27,9 +43,12 @@ from ..errors import InputError
 from .algorithms import ALGOS, Problem, W_of, dual_of_primal, forward, step
 from .init import PARAMS, initial_params
 from .model_torch import LOSSES, TorchData, corr_t, loss_value_t
+from .numerics import check_ranges, fro_norm
 from .trajectory import Recorder, summaries
 
-STOP_REASONS = ("steps", "underflow", "target_corr")
+STOP_REASONS = ("steps", "underflow", "target_corr", "non-finite")
+#: what a ``non-finite`` stop found, by code (0: nothing)
+NONFINITE = ("", "parameters overflowed", "logits overflowed", "loss overflowed")
 
 
 @dataclass
@@ -54,6 +73,8 @@ class GDResult:
     trajectory: dict[str, np.ndarray] = field(default_factory=dict)
     seconds: float = 0.0
     lr: np.ndarray | None = None  # (B,) step sizes used
+    nonfinite: list[str] = field(default_factory=list)  # (B,) what a "non-finite" stop found ("" otherwise)
+    nonfinite_step: np.ndarray | None = None  # (B,) int: the update that produced it (-1 otherwise)
 
     @property
     def B(self) -> int:
@@ -64,7 +85,8 @@ class GDResult:
         return {k: getattr(self, k)[b] for k in ("W", "K", "Q", "p", "v") if getattr(self, k) is not None}
 
 
-def _device(device: str) -> torch.device:
+def device_of(device: str) -> torch.device:
+    """A validated torch device (``cpu``, ``cuda``, ``cuda:N``); InputError otherwise."""
     try:
         dev = torch.device(device)
     except (RuntimeError, TypeError) as exc:
@@ -76,14 +98,16 @@ def _device(device: str) -> torch.device:
     return dev
 
 
-def _dtype(dtype: str) -> torch.dtype:
+def dtype_of(dtype: str) -> torch.dtype:
+    """``float64`` / ``float32`` as a torch dtype; InputError otherwise."""
     table = {"float64": torch.float64, "float32": torch.float32}
     if str(dtype).replace("torch.", "") not in table:
         raise InputError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
     return table[str(dtype).replace("torch.", "")]
 
 
-def _head(head: Any, B: int, d: int, param: str, dev, dt):
+def head_of(head: Any, B: int, d: int, param: str, dev, dt):
+    """A validated nonlinear head (None, ``("relu", V)`` with V on the device, ``("quadratic", lam)``)."""
     if head is None:
         return None
     if param == "vp":
@@ -114,7 +138,15 @@ def _lr(lr: Any, D: TorchData, ds: Dataset, loss: str) -> np.ndarray:
 
         f = ds.flat()
         L = np.atleast_1d(smoothness_constant(Arrays(f.X, f.Y, f.Z, f.v, f.mask), loss))
-        return 1.0 / L
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            out = np.broadcast_to(1.0 / L, (D.B,)).astype(np.float64)
+        if not np.all(np.isfinite(out) & (out > 0)):
+            b = int(np.argmax(~(np.isfinite(out) & (out > 0))))
+            raise InputError(
+                f"lr='1/L' (data set {b}): the smoothness constant L_W = {L.flat[b]:.3g} is not a positive "
+                "float64 number for these data; give lr as a number"
+            )
+        return out
     arr = np.asarray(lr, dtype=np.float64)
     if arr.ndim == 0:
         arr = np.full(D.B, float(arr))
@@ -134,7 +166,7 @@ def _targets(targets: dict | None, param: str, B: int, d: int) -> dict[str, np.n
             a = np.broadcast_to(a, (B, *shape))
         if a.shape != (B, *shape) or not np.all(np.isfinite(a)):
             raise InputError(f"target {name!r} must be finite with shape {shape} or {(B, *shape)}")
-        if np.any(np.linalg.norm(a.reshape(B, -1), axis=-1) == 0):
+        if np.any(np.all(a.reshape(B, -1) == 0, axis=-1)):
             raise InputError(f"target {name!r} is zero")
         out[str(name)] = a
     return out
@@ -145,7 +177,7 @@ def _summary(P: Problem, th, fw, pr, tg, record_params: bool) -> dict[str, torch
     sel, mxs, stk, _ = summaries(logs, P.D.opt)
     vals = {
         "loss": loss_value_t(u, P.loss).mean(-1),
-        "norm": torch.linalg.vector_norm(pr.flatten(1), dim=-1),
+        "norm": fro_norm(pr),
         "selection": sel,
         "max_softmax": mxs,
         "stuck": stk,
@@ -245,23 +277,37 @@ def _run(
         raise InputError("stop_corr must be a finite non-negative number")
     if stop_corr is not None and not targets:
         raise InputError("stop_corr needs at least one target")
-    dev, dt = _device(device), _dtype(dtype)
+    dev, dt = device_of(device), dtype_of(dtype)
 
     D = TorchData.of(ds, dev, dt)
     B, N, T, d = D.X.shape
     mw = d if m is None else int(m)
     if mw < 1:
         raise InputError(f"width m must be positive, got {m!r}")
-    P = Problem(D, param, loss, _head(head, B, d, param, dev, dt))
+    hd = head_of(head, B, d, param, dev, dt)
     lr_np = _lr(lr, D, ds, loss)
+    th0 = initial_params(param, init, B, d, mw, seed, init_scale)
+    f = ds.flat()
+    lead = (lambda a: a) if ds.batched else (lambda a: np.asarray(a)[None])  # noqa: E731
+    check_ranges(
+        X=lead(f.X),
+        Z=lead(f.Z),
+        v=lead(f.v),
+        param=param,
+        algo=algo,
+        lr=lr_np,
+        steps=steps,
+        init=th0,
+        head=hd,
+        dtype=dt,
+        batched=ds.batched,
+    )
+    P = Problem(D, param, loss, hd)
     lr_t = torch.as_tensor(lr_np, dtype=dt, device=dev)
     tg = {k: torch.as_tensor(np.array(a), dtype=dt, device=dev) for k, a in _targets(targets, param, B, d).items()}
     first = next(iter(tg), None)
 
-    th = {
-        k: torch.as_tensor(a, dtype=dt, device=dev)
-        for k, a in initial_params(param, init, B, d, mw, seed, init_scale).items()
-    }
+    th = {k: torch.as_tensor(a, dtype=dt, device=dev) for k, a in th0.items()}
     dual = {k: dual_of_primal(a, q) for k, a in th.items()} if algo == "md" else None
 
     def primary(th_):
@@ -281,6 +327,8 @@ def _run(
     common = 0  # steps taken while every data set was active
     everyone = True
     reason = torch.zeros(B, dtype=torch.int64, device=dev)  # index into STOP_REASONS
+    nf_code = torch.zeros(B, dtype=torch.int64, device=dev)  # index into NONFINITE
+    nf_step = torch.full((B,), -1, dtype=torch.int64, device=dev)
     thr = None if stop_corr is None else 1.0 - float(stop_corr)
 
     def stop(mask: torch.Tensor, code: int) -> None:
@@ -290,8 +338,16 @@ def _run(
         active = active & ~hit
         everyone = False
 
+    fw = forward(P, th)
+    code0 = nonfinite_code(P, th, fw, dual)
+    if bool((code0 > 0).any()):
+        b = int(torch.argmax((code0 > 0).to(torch.int64)))
+        where = f" (data set {b})" if ds.batched else ""
+        raise InputError(
+            f"init{where}: {NONFINITE[int(code0[b])]} at the initial point ({str(dt).replace('torch.', '')}); "
+            "rescale the data or change init"
+        )
     for k in range(steps + 1):
-        fw = forward(P, th)
         if rec is not None and rec.due(k):
             rec.add(k, _summary(P, th, fw, primary(th), tg, record_params))
         if thr is not None:
@@ -301,11 +357,17 @@ def _run(
         if k == steps or not (everyone or bool(active.any())):
             break
         new, newdual, zero = step(algo, P, th, fw, lr_t, ridge, q, dual)
-        if bool((zero & active).any()):
+        fw_new = forward(P, new)
+        ok = outputs_finite(P, fw_new)  # non-finite parameters make the outputs non-finite too
+        if bool(((zero | ~ok) & active).any()):  # one host sync per step for both stop rules
             stop(zero, 1)
+            code = nonfinite_code(P, new, fw_new, newdual)
+            bad = (code > 0) & active
+            nf_code = torch.where(bad, code, nf_code)
+            nf_step = torch.where(bad, torch.full_like(nf_step, k + 1), nf_step)
+            stop(bad, 3)
         if everyone:
-            th = new
-            dual = newdual
+            th, dual, fw = new, newdual, fw_new
             common += 1
             continue
         for key in th:
@@ -313,6 +375,7 @@ def _run(
         if dual is not None:
             for key in dual:
                 dual[key] = torch.where(active.view(B, *([1] * (dual[key].dim() - 1))), newdual[key], dual[key])
+        fw = _merge(active, fw_new, fw)
         taken += active.to(torch.int64)
     taken += common
 
@@ -329,7 +392,7 @@ def _run(
         p=npy(th.get("p")),
         v=npy(th.get("v")),
         loss=npy(loss_value_t(u, loss).mean(-1)),
-        norm=npy(torch.linalg.vector_norm(pr.flatten(1), dim=-1)),
+        norm=npy(fro_norm(pr)),
         selection=npy(sel),
         log_softmax=npy(logs),
         max_softmax=npy(mxs),
@@ -339,4 +402,38 @@ def _run(
         trajectory={} if rec is None else rec.result(),
         seconds=time.perf_counter() - t0,
         lr=lr_np,
+        nonfinite=[NONFINITE[i] for i in npy(nf_code).tolist()],
+        nonfinite_step=npy(nf_step),
     )
+
+
+def outputs_finite(P: Problem, fw) -> torch.Tensor:
+    r"""(B,) bool: the outputs $u_i$ and the loss $\frac1N\sum_i\ell(u_i)$ are finite (fast: two reductions).
+    A non-finite parameter always shows here: it makes every logit, hence $\log s$ and $u$, non-finite."""
+    u = fw[1]
+    fmax = torch.finfo(u.dtype).max
+    return (u.abs().amax(-1) <= fmax) & (loss_value_t(u, P.loss).mean(-1).abs() <= fmax)  # NaN compares False
+
+
+def nonfinite_code(P: Problem, th: dict[str, torch.Tensor], fw, dual: dict[str, torch.Tensor] | None) -> torch.Tensor:
+    r"""(B,) index into :data:`NONFINITE` of the first non-finite quantity at $\theta$: 1 parameters (or the
+    mirror-descent dual), 2 logits / outputs $u_i$ (the log-softmax of an overflowed logit is NaN), 3 the loss
+    $\ell(u_i)$ (e.g. $e^{-u}$ overflowing); 0 when everything is finite."""
+    ok_p = None
+    for a in [*th.values(), *(dual or {}).values()]:
+        o = torch.isfinite(a.flatten(1)).all(-1)
+        ok_p = o if ok_p is None else ok_p & o
+    u = fw[1]
+    ok_u = torch.isfinite(u).all(-1)
+    ok_l = torch.isfinite(loss_value_t(u, P.loss).mean(-1))
+    one = torch.ones_like(u[:, 0], dtype=torch.int64)
+    return torch.where(~ok_p, one, torch.where(~ok_u, 2 * one, torch.where(~ok_l, 3 * one, 0 * one)))
+
+
+def _merge(active: torch.Tensor, new, old):
+    """``new`` where a data set is active, else ``old`` (nested tuples of (B, ...) tensors)."""
+    if isinstance(new, tuple):
+        return tuple(_merge(active, a, b) for a, b in zip(new, old))
+    if new is old:
+        return new
+    return torch.where(active.view(-1, *([1] * (new.dim() - 1))), new, old)

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from .numerics import fro_norm_np
 
 PARAMS = ("W", "KQ", "p", "vp")
 DEFAULT_SCALE = 0.1
@@ -52,6 +53,8 @@ def initial_params(
 ) -> dict[str, np.ndarray]:
     """The initial parameters as a dict of (B, ...) float64 arrays (keys W | K,Q | p | v,p)."""
     sc = DEFAULT_SCALE if init_scale is None else float(init_scale)
+    if not (np.isfinite(sc) and sc >= 0):
+        raise InputError(f"init_scale must be a finite non-negative number, got {init_scale!r}")
     shapes = {"W": {"W": (d, d)}, "KQ": {"K": (d, m), "Q": (d, m)}, "p": {"p": (d,)}, "vp": {"v": (d,), "p": (d,)}}[
         param
     ]
@@ -64,8 +67,11 @@ def initial_params(
         out: dict[str, np.ndarray] = {}
         off = 0
         for (k, s), size in zip(shapes.items(), sizes):
-            out[k] = sc * draw[:, off : off + size].reshape(B, *s)
+            with np.errstate(over="ignore"):
+                out[k] = sc * draw[:, off : off + size].reshape(B, *s)
             off += size
+        if not all(np.all(np.isfinite(a)) for a in out.values()):
+            raise InputError(f"init_scale={sc:.3g}: the random initial point overflows float64")
         if init == "zero":
             for k in out:
                 if not (param == "KQ" and k == "K"):
@@ -81,14 +87,18 @@ def initial_params(
         return {"p": _batched("p", init, (d,), B)}
     if param == "KQ":
         W0 = _batched("W", init, (d, d), B)
-        U, S, Vt = np.linalg.svd(W0)
+        # exact power-of-two prescaling (even exponent): the SVD never squares into overflow / underflow
+        e = 2 * ((np.frexp(np.max(np.abs(W0), axis=(-2, -1)))[1] + 1) // 2)
+        e = np.where(np.abs(e) > 256, e, 0)
+        U, S, Vt = np.linalg.svd(np.ldexp(W0, -e[:, None, None]))
         r = min(m, d)
         if np.any(S[:, r:] > 1e-12 * np.maximum(S[:, :1], 1e-300)):
             raise InputError(f"initial W has rank above the width m={m}")
         K = np.zeros((B, d, m))
         Q = np.zeros((B, d, m))
-        K[..., :r] = U[..., :r] * np.sqrt(S[:, None, :r])
-        Q[..., :r] = np.swapaxes(Vt, -1, -2)[..., :r] * np.sqrt(S[:, None, :r])
+        half = (e // 2)[:, None, None]
+        K[..., :r] = np.ldexp(U[..., :r] * np.sqrt(S[:, None, :r]), half)
+        Q[..., :r] = np.ldexp(np.swapaxes(Vt, -1, -2)[..., :r] * np.sqrt(S[:, None, :r]), half)
         return {"K": K, "Q": Q}
     raise InputError(f"initial point for param {param!r} must be a dict with keys {sorted(shapes)}")
 
@@ -107,13 +117,13 @@ def cone_init(target: np.ndarray, mu: float, R: float, seed: int = 0, depth: flo
         raise InputError("cone_init needs 0 <= mu <= 2, 0 <= depth <= 1 and R > 0")
     single = T.ndim == 2
     Tb = T[None] if single else T
-    nrm = np.linalg.norm(Tb, axis=(-2, -1), keepdims=True)
+    nrm = fro_norm_np(Tb, axis=(-2, -1))[:, None, None]
     if np.any(nrm == 0):
         raise InputError("cone target is the zero matrix")
     That = Tb / nrm
     E = np.random.default_rng((seed, 0xC0DE)).standard_normal(Tb.shape)  # salted: not the target's own stream
     E = E - np.sum(E * That, axis=(-2, -1), keepdims=True) * That
-    E = E / np.linalg.norm(E, axis=(-2, -1), keepdims=True)
+    E = E / fro_norm_np(E, axis=(-2, -1))[:, None, None]
     c = 1.0 - depth * mu
     W0 = R * (c * That + np.sqrt(max(0.0, 1.0 - c * c)) * E)
     return W0[0] if single else W0

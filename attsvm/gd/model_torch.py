@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from ..data import Dataset
+from .numerics import normalise
 
 LOSSES = ("logistic", "exponential", "correlation")
 
@@ -229,8 +230,10 @@ def token_weights_logdomain(
         -\frac{s_t}{s_{t_1}}\sum_{\tau\notin A}e^{\alpha_{t_1}+\log s_\tau}\delta_\tau,
 
     with $\alpha_t=\log|\ell'|+\log s_t-M$ (using $\sum_\tau s_\tau=1$).
-    Every exponent is $\le0$ (valid pairs through $t_1$) or, for $e^{\alpha_t}$ with $t\notin A$,
-    $\le-\log s_{t_1}\le\log T$: nothing overflows, nothing cancels
+    Both exponentials are evaluated as $e^{S_{t}-M}$ with $S_t=\log|\ell'|+\log s_{t_1}+\log s_t$ and $M=\max S$
+    taken over these very floats ($e^{\alpha_t}=e^{S_t-M}/s_{t_1}$), so the heaviest pair gets exactly $e^0$ even
+    when $|S|\sim10^{300}$ (where re-associating the sum would be off by $10^{284}$). Every exponent is $\le0$
+    (valid pairs through $t_1$) and $1/s_{t_1}\le T$: nothing overflows, nothing cancels
     catastrophically ($\delta$ is an exact difference), however far $s$ has underflowed.
     ``parts``: ``(e, log Z, t1)`` of :func:`log_softmax_parts` for ``logs`` (saves recomputing them)."""
     lc = log_neg_loss_derivative_t(u, loss)  # (B,N)
@@ -242,11 +245,14 @@ def token_weights_logdomain(
         mx = -lz
     dA = ghat - torch.gather(ghat, -1, idx)  # delta_t, exactly 0 on A
     lsC = logs.masked_fill(dA == 0, float("-inf"))  # log s_t off A
-    M = (lc + mx.squeeze(-1) + lsC.amax(dim=-1)).amax(dim=-1)  # (B,)
+    # S_it = log|l'_i| + log s_{i t1} + log s_it: the pair log-weights through t1; M = max S is one of these
+    # very numbers, so S - M is exactly 0 at the heaviest pair and <= 0 elsewhere, even when |S| ~ 1e300
+    S = (lc + mx.squeeze(-1)).unsqueeze(-1) + lsC  # (B,N,T)
+    M = S.amax(dim=-1).amax(dim=-1)  # (B,)
     # M = -inf only when lsC is -inf throughout the data set; any finite shift then gives w = 0
-    base = (lc - M.clamp(min=torch.finfo(M.dtype).min).unsqueeze(-1)).unsqueeze(-1)  # (B,N,1)
-    rho = (torch.exp(lsC + (base + mx)) * dA).sum(-1, keepdim=True)
-    w = torch.exp(lsC + base).mul_(dA).sub_(q * rho)
+    eS = torch.exp(S - M.clamp(min=torch.finfo(M.dtype).min).view(-1, 1, 1))  # e^{alpha_t1 + log s_t}
+    rho = (eS * dA).sum(-1, keepdim=True)
+    w = (eS * torch.exp(-mx)).mul_(dA).sub_(q * rho)  # e^{alpha_t} = e^{S_t - M} / s_t1
     return w.mul_(-1.0 / u.shape[-1]), M
 
 
@@ -344,7 +350,8 @@ def grad_vp_torch(D: TorchData, v: torch.Tensor, p: torch.Tensor, loss: str = "l
 
 
 def corr_t(A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
-    r"""$\mathrm{corr}(A,B)=\langle A,B\rangle/(\|A\|\|B\|)$ over all but the leading axis."""
-    A = A.flatten(1)
-    B = B.flatten(1)
+    r"""$\mathrm{corr}(A,B)=\langle\hat A,\hat B\rangle/(\|\hat A\|\|\hat B\|)$ over all but the leading axis, with
+    $\hat A=2^{-e_A}A$, $\hat B=2^{-e_B}B$ power-of-two normalised (scale-safe for any finite $A,B$; NaN at 0)."""
+    A = normalise(A.flatten(1))[0]
+    B = normalise(B.flatten(1))[0]
     return (A * B).sum(-1) / (torch.linalg.vector_norm(A, dim=-1) * torch.linalg.vector_norm(B, dim=-1))

@@ -22,6 +22,12 @@ $w$ underflows. Factoring out $M=\max\log w$ gives $\nabla\mathcal L=e^{M}\tilde
 order one: its direction is what normalised GD needs (THEORY §5, "Underflow"), and
 $M_i-M$ ($M_i$ the largest log-weight of input $i$) is the log of input $i$'s share of the gradient
 (THEORY §5, "Stuck inputs"). Pairs with bit-equal scores contribute exactly zero (Assumption B).
+
+Scale safety: scores, tokens and queries whose largest magnitude leaves $2^{\pm128}$ are rescaled by exact
+powers of two, and $\tilde G$ is normalised to $\max|\tilde G|\in[\frac12,1)$; the binary exponent goes to
+:attr:`LogGrad.exp2` ($\nabla\mathcal L=e^{\texttt{log\_scale}}2^{\texttt{exp2}}G$, ``exp2`` $=0$ for in-range
+data, so ``exp(log_scale) * G`` stays the gradient there). The NGD step $\eta G/\|G\|$ then never squares
+into overflow, and the GD step is ``ldexp(eta * exp(log_scale) * G, exp2)``.
 """
 
 from __future__ import annotations
@@ -33,27 +39,49 @@ import numpy as np
 
 from ..data import Dataset
 from ..model import Arrays, log_softmax, logits, scores, smoothness_constant
+from .numerics import fro_norm_np
 
 __all__ = ["LogGrad", "log_gradient", "RefRun", "ngd_reference", "gd_reference"]
 
 
 @dataclass
 class LogGrad:
-    r"""$\nabla\mathcal L=e^{\texttt{log\_scale}}\,\texttt{G}$; ``log_share`` (..., n): $M_i-M$ (``-inf`` for
-    an input with no contribution); ``log_s`` (..., n, T) the log-softmax."""
+    r"""$\nabla\mathcal L=e^{\texttt{log\_scale}}\,2^{\texttt{exp2}}\,\texttt{G}$; ``log_share`` (..., n): $M_i-M$
+    (``-inf`` for an input with no contribution); ``log_s`` (..., n, T) the log-softmax; ``exp2`` (...) int,
+    0 unless the data are out of range (module docstring)."""
 
     G: np.ndarray
     log_scale: np.ndarray
     log_share: np.ndarray
     log_s: np.ndarray
+    exp2: np.ndarray | int = 0
+
+
+def _range_scaled(a: np.ndarray, lead: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(a * 2^-e, e)`` per leading index when some max|a| leaves 2^(+-128), else ``(a, 0)``."""
+    m = np.max(np.abs(a).reshape(*a.shape[:lead], -1), axis=-1)
+    e = np.frexp(m)[1]
+    if np.all((np.abs(e) <= 128) | (m == 0)):
+        return a, np.zeros_like(e)
+    return np.ldexp(a, -e.reshape(*e.shape, *([1] * (a.ndim - lead)))), e
+
+
+def _normalised(G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(G * 2^-e, e)`` with max|G * 2^-e| in [1/2, 1) over the last two axes (e = 0 for G = 0)."""
+    e = np.frexp(np.max(np.abs(G), axis=(-2, -1)))[1]
+    return np.ldexp(G, -e[..., None, None]), e
 
 
 def log_gradient(A: Arrays, W: np.ndarray) -> LogGrad:
     """Log-domain gradient of the logistic loss for cross-attention arrays (batched over leading axes)."""
     ls = log_softmax(logits(A.X, W, A.Z), A.mask)
-    g = scores(A.X, A.Y, A.v)
-    n = g.shape[-2]
-    u = np.sum(np.exp(ls) * g, axis=-1)
+    lead = A.X.ndim - 3
+    gam = scores(A.X, A.Y, A.v)
+    n = gam.shape[-2]
+    u = np.sum(np.exp(ls) * gam, axis=-1)  # the outputs from the true scores
+    g, eg = _range_scaled(gam, lead)  # the score differences from exactly rescaled ones
+    X, ex = _range_scaled(np.asarray(A.X, dtype=np.float64), lead)
+    Z, ez = _range_scaled(np.asarray(A.Z, dtype=np.float64), lead)
     lc = -np.logaddexp(0.0, u) - np.log(n)  # log|l'(u)|/n for the logistic loss
     dg = g[..., :, None] - g[..., None, :]  # (..., n, T, T)
     lw = lc[..., None, None] + ls[..., :, None] + ls[..., None, :]
@@ -62,9 +90,13 @@ def log_gradient(A: Arrays, W: np.ndarray) -> LogGrad:
     M = np.max(M_i, axis=-1)  # (...)
     Mfin = np.where(np.isfinite(M), M, 0.0)
     r = np.sum(np.exp(lw - Mfin[..., None, None, None]) * dg, axis=-1)  # (..., n, T): r_it e^{-M}|c_i|
-    xr = np.einsum("...nt,...ntd->...nd", r, A.X)
-    G = -np.einsum("...nd,...ne->...de", xr, A.Z)
-    return LogGrad(G, M, M_i - Mfin[..., None], ls)
+    xr = np.einsum("...nt,...ntd->...nd", r, X)
+    G = -np.einsum("...nd,...ne->...de", xr, Z)
+    exp2 = eg + ex + ez
+    if np.any(exp2 != 0):  # out-of-range data: also bring G to [1/2, 1)
+        G, eG = _normalised(G)
+        exp2 = exp2 + eG
+    return LogGrad(G, M, M_i - Mfin[..., None], ls, exp2)
 
 
 @dataclass
@@ -87,7 +119,7 @@ def _run(ds: Dataset, W0: np.ndarray, steps: int, record_every: int, update) -> 
         lg = log_gradient(A, W)
         if k % record_every == 0 or k == steps:
             rec["k"].append(k)
-            rec["norm"].append(np.linalg.norm(W, axis=(-2, -1)))
+            rec["norm"].append(fro_norm_np(W, axis=(-2, -1)))
             rec["ls"].append(lg.log_s)
             rec["sh"].append(lg.log_share)
             rec["W"].append(W.copy())
@@ -99,10 +131,11 @@ def _run(ds: Dataset, W0: np.ndarray, steps: int, record_every: int, update) -> 
 
 
 def ngd_reference(ds: Dataset, W0: np.ndarray, steps: int, lr: float = 0.1, record_every: int = 100) -> RefRun:
-    r"""Normalised GD $W_{k+1}=W_k-\eta\tilde G/\|\tilde G\|_F$ with the log-domain direction."""
+    r"""Normalised GD $W_{k+1}=W_k-\eta\tilde G/\|\tilde G\|_F$ with the log-domain direction
+    (scale-safe norm)."""
 
     def upd(W, lg):
-        nrm = np.linalg.norm(lg.G, axis=(-2, -1), keepdims=True)
+        nrm = fro_norm_np(lg.G, axis=(-2, -1))[..., None, None]
         return W - lr * lg.G / np.where(nrm > 0, nrm, 1.0)
 
     return _run(ds, W0, steps, record_every, upd)
@@ -114,6 +147,8 @@ def gd_reference(ds: Dataset, W0: np.ndarray, steps: int, lr: Any = None, record
     eta = np.asarray(eta)[..., None, None]
 
     def upd(W, lg):
-        return W - eta * np.exp(lg.log_scale)[..., None, None] * lg.G
+        e2 = np.asarray(lg.exp2)
+        step = eta * np.exp(lg.log_scale)[..., None, None] * lg.G
+        return W - (np.ldexp(step, e2[..., None, None]) if np.any(e2 != 0) else step)
 
     return _run(ds, W0, steps, record_every, upd)

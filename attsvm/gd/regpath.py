@@ -11,6 +11,12 @@ solution (radii must increase). Step sizes decrease geometrically over ``steps_p
 $\eta_0\rho$ to $\eta_0\rho\cdot$``shrink``, with $\rho$ the Euclidean radius of the ball ($R$, or
 $\sqrt{2R}$ for $(K,Q)$), so the final iterate is accurate to about $\eta_0\rho\cdot$``shrink``.
 Projection: $W\leftarrow W\min(1,R/\|W\|_F)$; $(K,Q)\leftarrow(K,Q)\min(1,\sqrt{R/(\frac12\|K\|^2+\frac12\|Q\|^2)})$.
+
+Scale safety: the direction is the power-of-two normalised $\hat G/\|\hat G\|$ of
+:func:`~attsvm.gd.algorithms.scaled_gradients`, every norm is scale-safe (:func:`~attsvm.gd.numerics.fro_norm`),
+and a path whose ball reaches logits $|x|\,|z|\,R$ (or $|x|\,R$ for $p$) beyond float64 is refused up front
+(:func:`~attsvm.gd.numerics.check_ranges` with $R$ the largest radius). Exact scale relation (tested): for
+data $(X,cZ)$, $c>0$, $\bar W_R(cZ)=\bar W_{cR}(Z)/c$, and the iterates of the two runs are related the same way.
 """
 
 from __future__ import annotations
@@ -24,10 +30,11 @@ import torch
 
 from ..data import Dataset
 from ..errors import InputError
-from .algorithms import Problem, W_of, forward, gradients
-from .engine import _device, _dtype, _head
+from .algorithms import Problem, W_of, forward, scaled_gradients
+from .engine import device_of, dtype_of, head_of
 from .init import initial_params
 from .model_torch import LOSSES, TorchData, loss_value_t
+from .numerics import check_ranges, fro_norm, fro_norm_np
 from .trajectory import summaries
 
 
@@ -50,8 +57,11 @@ class PathResult:
 
 
 def _ball(th: dict[str, torch.Tensor]) -> torch.Tensor:
-    sq = sum(torch.sum(a.flatten(1) ** 2, dim=-1) for a in th.values())
-    return 0.5 * sq if "K" in th else torch.sqrt(sq)
+    r"""$\|W\|_F$ / $\|p\|$, or $\frac12(\|K\|_F^2+\|Q\|_F^2)$, from scale-safe norms."""
+    if "K" in th:
+        return 0.5 * (fro_norm(th["K"]) ** 2 + fro_norm(th["Q"]) ** 2)
+    (a,) = th.values()
+    return fro_norm(a)
 
 
 def _project(th: dict[str, torch.Tensor], R: float) -> dict[str, torch.Tensor]:
@@ -69,11 +79,11 @@ def _project_cone(x: torch.Tensor, that: torch.Tensor, c: float) -> torch.Tensor
     xf, tf = x.flatten(1), that.flatten(1)
     a = (xf * tf).sum(-1, keepdim=True)
     E = xf - a * tf
-    b = torch.linalg.vector_norm(E, dim=-1, keepdim=True)
+    b = fro_norm(E).unsqueeze(-1)
     sn = (1.0 - c * c) ** 0.5
     ehat = E / b.clamp(min=torch.finfo(x.dtype).tiny)
     proj = torch.clamp(a * c + b * sn, min=0.0) * (c * tf + sn * ehat)
-    inside = a >= c * torch.sqrt(a * a + b * b)
+    inside = a >= c * torch.hypot(a, b)
     return torch.where(inside, xf, proj).view(shp)
 
 
@@ -112,7 +122,7 @@ def regularization_path(
         raise InputError("steps_per_radius must be a positive integer")
     if not (0 < shrink <= 1) or not lr0 > 0:
         raise InputError("need lr0 > 0 and 0 < shrink <= 1")
-    dev, dt = _device(device), _dtype(dtype)
+    dev, dt = device_of(device), dtype_of(dtype)
     if cone is not None:
         if param == "KQ":
             raise InputError("a cone restriction is available for param 'W' and 'p' only")
@@ -128,7 +138,7 @@ def regularization_path(
             tgt = np.broadcast_to(tgt, (B0, *shape))
         if tgt.shape != (B0, *shape) or not np.all(np.isfinite(tgt)) or not 0.0 <= mu <= 1.0:
             raise InputError(f"cone target must be finite with shape {shape} or {(B0, *shape)}, and 0 <= mu <= 1")
-        nt = np.linalg.norm(tgt.reshape(B0, -1), axis=-1)
+        nt = fro_norm_np(tgt.reshape(B0, -1), axis=-1)
         if np.any(nt == 0):
             raise InputError("cone target is zero")
         that = torch.as_tensor(tgt / nt.reshape(B0, *([1] * len(shape))), dtype=dt, device=dev)
@@ -138,11 +148,28 @@ def regularization_path(
         with torch.inference_mode():
             D = TorchData.of(ds, dev, dt)
             B, N, T, d = D.X.shape
-            P = Problem(D, param, loss, _head(head, B, d, param, dev, dt))
-            th = {
-                k: torch.as_tensor(a, dtype=dt, device=dev)
-                for k, a in initial_params(param, init, B, d, d if m is None else int(m), seed, None).items()
-            }
+            hd = head_of(head, B, d, param, dev, dt)
+            th0 = initial_params(param, init, B, d, d if m is None else int(m), seed, None)
+            f = ds.flat()
+            lead = (lambda a: a) if ds.batched else (lambda a: np.asarray(a)[None])  # noqa: E731
+            Rmax = float(rr[-1])
+            # every iterate lies in the largest ball: ||W||_F <= R, ||p|| <= R, ||KQ^T||_F <= ||K|| ||Q|| <= R
+            bound = {"W": {"W": Rmax}, "KQ": {"K": np.sqrt(Rmax), "Q": np.sqrt(Rmax)}, "p": {"p": Rmax}}
+            check_ranges(
+                X=lead(f.X),
+                Z=lead(f.Z),
+                v=lead(f.v),
+                param=param,
+                algo="path",
+                lr=np.zeros(B),
+                steps=0,
+                init={k: np.full((B, 1), r) for k, r in bound[param].items()},
+                head=hd,
+                dtype=dt,
+                batched=ds.batched,
+            )
+            P = Problem(D, param, loss, hd)
+            th = {k: torch.as_tensor(a, dtype=dt, device=dev) for k, a in th0.items()}
             sched = lr0 * shrink ** (np.arange(steps_per_radius) / max(1, steps_per_radius - 1))
             out: dict[str, list] = {k: [] for k in ("W", "K", "Q", "p", "loss", "norm", "ball", "sel", "mxs")}
             for R in rr:
@@ -151,11 +178,15 @@ def regularization_path(
                     th = {param: _project_cone(th[param], that, 1.0 - mu)}
                 th = _project(th, R)
                 for eta in sched:
-                    grads, _ = gradients(P, th, forward(P, th), log_domain=True)
+                    grads = scaled_gradients(P, th, forward(P, th), log_domain=True)[0]
                     new = {}
-                    for k, g in grads.items():
-                        nrm = torch.linalg.vector_norm(g.flatten(1), dim=-1).clamp(min=torch.finfo(dt).tiny)
-                        new[k] = th[k] - (eta * rho / nrm).view(-1, *([1] * (g.dim() - 1))) * g
+                    for k, g in grads.items():  # g power-of-two normalised: its norm cannot over/underflow
+                        nrm = torch.linalg.vector_norm(g.flatten(1), dim=-1)
+                        # a zero direction (e.g. grad_K = G Q at Q = 0) is a zero step, never (eta rho / tiny) * 0
+                        fac = torch.where(
+                            nrm > 0, eta * rho / nrm.clamp(min=torch.finfo(dt).tiny), torch.zeros_like(nrm)
+                        )
+                        new[k] = th[k] - fac.view(-1, *([1] * (g.dim() - 1))) * g
                     if cone is not None:
                         new = {param: _project_cone(new[param], that, 1.0 - mu)}
                     th = _project(new, R)
@@ -166,7 +197,7 @@ def regularization_path(
                 for k in ("K", "Q", "p"):
                     out[k].append(th[k].cpu().numpy() if k in th else None)
                 out["loss"].append(loss_value_t(u, loss).mean(-1).cpu().numpy())
-                out["norm"].append(torch.linalg.vector_norm(pr.flatten(1), dim=-1).cpu().numpy())
+                out["norm"].append(fro_norm(pr).cpu().numpy())
                 out["ball"].append(_ball(th).cpu().numpy())
                 out["sel"].append(sel.cpu().numpy())
                 out["mxs"].append(mxs.cpu().numpy())

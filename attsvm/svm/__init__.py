@@ -15,6 +15,25 @@ Public API (curated)::
 prompt, head, relaxed}. ``seq``/``causal`` are Att-SVM on the flat view (one row per query); the data set's
 ``kind`` must match. An infeasible program returns an :class:`SVMSolution` with ``status == "infeasible"``
 and a verified Farkas certificate in ``farkas`` (it does not raise).
+
+Degenerate and extreme inputs: with $T=1$ there are no constraints and every program's answer is $W=0$
+(objective 0; the head SVM still has its $n$ constraints $Y_iv^\top x_{i1}\ge1$); a constraint whose feature
+vanishes ($x_{it}=x_{i\alpha_i}$ or $z_i=0$) makes the program infeasible, with an exact Farkas vector supported
+on the vanishing constraints;
+very large or small data are solved after an exact power-of-two rescaling (:mod:`.scaling`); a problem that
+would not fit in memory is refused before anything large is allocated (:mod:`.budget`, ``ATTSVM_MEMORY_BYTES``).
+
+Module layers (``LAYERS``, lowest first): a module imports only modules of strictly lower layers, at module
+level (no function-level imports inside the package), and no private names (``property_tests/test_svm_robust.py``
+checks both)::
+
+    0  blas  budget  constraints  cvx  norms  primal  support      (no imports inside the package)
+    1  dual  exact  reference  solution                            working-set dual; exact integers; cvxpy; result
+    2  spectral                                                    exact spectral-norm / PSD proofs
+    3  scaling                                                     exact power-of-two rescaling
+    4  certificate  farkas                                         exact certificates; Farkas / feasibility
+    5  frobenius                                                   solve_fro, certify_fro, wmm, batches
+    6  gensvm  lq  neighbours  nuclear  prompt                     the other programs; SVM-neighbours
 """
 
 from __future__ import annotations
@@ -25,9 +44,9 @@ import numpy as np
 
 from ..data import Dataset
 from ..errors import InputError
-from .certificate import certify_fro
+from . import gensvm, lq, nuclear, prompt
 from .farkas import feasibility
-from .frobenius import FroBatch, solve_fro, solve_fro_batch, wmm
+from .frobenius import FroBatch, certify_fro, solve_fro, solve_fro_batch, wmm
 from .neighbours import is_locally_optimal, neighbour_gap, support_tokens
 from .prompt import certify_prompt
 from .solution import SVMSolution
@@ -35,7 +54,19 @@ from .solution import SVMSolution
 NORMS = ("fro", "nuc", "lq")
 PROGRAMS = ("attsvm", "gensvm", "seq", "causal", "prompt", "head", "relaxed")
 
+#: the import layers of the package (module docstring), lowest first
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("blas", "budget", "constraints", "cvx", "norms", "primal", "support"),
+    ("dual", "exact", "reference", "solution"),
+    ("spectral",),
+    ("scaling",),
+    ("certificate", "farkas"),
+    ("frobenius",),
+    ("gensvm", "lq", "neighbours", "nuclear", "prompt"),
+)
+
 __all__ = [
+    "LAYERS",
     "NORMS",
     "PROGRAMS",
     "FroBatch",
@@ -100,34 +131,20 @@ def solve(
         if norm == "fro":
             return solve_fro(ds, None, certify=certify, program=program)
         if norm == "nuc":
-            return _tag(_program("nuclear", "solve_nuclear")(ds, None, certify=certify), program)
-        return _tag(_program("lq", "solve_lq")(ds, q, None), program)
+            return _tag(nuclear.solve_nuclear(ds, None, certify=certify), program)
+        return _tag(lq.solve_lq(ds, q, None), program)
     if norm != "fro":
         raise InputError(f"program {program!r} is defined for the Frobenius/Euclidean norm only (got {norm!r})")
     if program == "gensvm":
-        solve_gensvm = _program("gensvm", "solve_gensvm")
         sel = singleton_selection(ds) if selected is None else np.asarray(selected, dtype=bool)
         if sel.shape != (ds.n, ds.T):
             raise InputError(f"selected sets must be a bool mask of shape {(ds.n, ds.T)}, got {sel.shape}")
-        return solve_gensvm(ds, sel)
-    fn = {"prompt": "solve_prompt", "head": "solve_head", "relaxed": "solve_relaxed_prompt"}[program]
-    return _program("prompt", fn)(ds, None)
-
-
-def _program(module: str, name: str):
-    """Import ``attsvm.svm.<module>.<name>`` lazily; a missing program is reported, not a traceback."""
-    import importlib
-
-    try:
-        mod = importlib.import_module(f"{__name__}.{module}")
-    except ModuleNotFoundError as exc:
-        if exc.name != f"{__name__}.{module}":
-            raise
-        raise InputError(f"this build has no {module} program (module attsvm.svm.{module} is missing)") from exc
-    fn = getattr(mod, name, None)
-    if fn is None:
-        raise InputError(f"attsvm.svm.{module} has no {name}")
-    return fn
+        return gensvm.solve_gensvm(ds, sel)
+    if program == "prompt":
+        return prompt.solve_prompt(ds, None)
+    if program == "head":
+        return prompt.solve_head(ds, None)
+    return prompt.solve_relaxed_prompt(ds, None)
 
 
 def _tag(sol: SVMSolution, program: str) -> SVMSolution:

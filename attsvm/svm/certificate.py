@@ -28,8 +28,10 @@ from typing import Any
 import numpy as np
 
 from ..data import Dataset
-from .constraints import Constraints, build
+from .constraints import Constraints
+from .exact import exact_features, fmpz_matrix, to_integers
 from .solution import SVMSolution
+from .support import gap_from, locally_optimal_from
 
 #: exact strings (multipliers, W) are written only while their total size stays below this many digits
 MAX_EXACT_DIGITS = 5_000_000
@@ -74,12 +76,12 @@ def certify_enclosure(c: Constraints, Dint, Zint, sc: int, S: np.ndarray, marg_f
 
     from flint import fmpz_mat
 
-    Dall, Zall = _fmpz_mat(Dint), _fmpz_mat(Zint)
+    Dall, Zall = fmpz_matrix(Dint), fmpz_matrix(Zint)
     tok = np.asarray(c.tok).reshape(-1)
     repairs = 0
     base = {"kind": "rigorous-enclosure", "verified": False, "active": [], "multipliers": None, "W": None}
     for _ in range(50):
-        DS, ZS = _fmpz_mat(Dint[S]), _fmpz_mat(Zint[S])
+        DS, ZS = fmpz_matrix(Dint[S]), fmpz_matrix(Zint[S])
         GA = _hadamard(Dall * DS.transpose(), Zall * ZS.transpose())  # m x |S|, exact
         rows = GA.entries()
         k = S.size
@@ -171,40 +173,10 @@ def certify_enclosure(c: Constraints, Dint, Zint, sc: int, S: np.ndarray, marg_f
 
 
 def dyadic_integers(a: np.ndarray) -> tuple[np.ndarray, int]:
-    r"""Exact integers $a\,2^k$ (object array of Python ints) with the smallest $k\ge0$... or negative $k$
-    when every entry is a multiple of a power of two; returns (ints, k)."""
-    a = np.asarray(a, dtype=np.float64)
-    mant, ex = np.frexp(a)
-    M = (mant * 2.0**53).astype(np.int64)  # exact: a = M * 2**(ex-53)
-    nz = M != 0
-    low = np.where(nz, M & -M, 1)
-    tz = np.zeros(M.shape, dtype=np.int64)
-    tz[nz] = np.round(np.log2(low[nz].astype(np.float64))).astype(np.int64)
-    M = np.where(nz, M >> tz, 0)
-    e = ex.astype(np.int64) - 53 + tz  # a = M * 2**e, M odd
-    k = int(-e[nz].min()) if nz.any() else 0
-    sh = (e + k).ravel()
-    out = np.empty(a.size, dtype=object)
-    for idx, (m_, s_) in enumerate(zip(M.ravel().tolist(), sh.tolist())):
-        out[idx] = (m_ << s_) if m_ else 0
-    return out.reshape(a.shape), k
-
-
-def _exact_features(ds: Dataset, c: Constraints) -> tuple[np.ndarray, np.ndarray, int]:
-    f = ds.flat()
-    Xi, a = dyadic_integers(f.X)
-    Zi, b = dyadic_integers(f.Z)
-    alpha = np.asarray(c.alpha).reshape(-1)
-    Dint = Xi[c.row, alpha[c.row]] - Xi[c.row, np.asarray(c.tok).reshape(-1)]
-    Zint = Zi[c.row]
-    return Dint, Zint, a + b
-
-
-def _fmpz_mat(rows: np.ndarray):
-    from flint import fmpz_mat
-
-    r, cdim = rows.shape
-    return fmpz_mat(r, cdim, rows.ravel().tolist())
+    r"""The exact integers $a\,2^k$ and $k$ (object array of Python ints, int): the same conversion as
+    :func:`attsvm.svm.exact.to_integers` (which returns $(N,e)$ with $a=N\,2^e$), seen with $k=-e$."""
+    N, e = to_integers(a)
+    return N, -e
 
 
 def _exact_margins(Dall, Zall: np.ndarray, DS, ZSint: np.ndarray, num: list) -> tuple[list, Any]:
@@ -222,44 +194,48 @@ def _exact_margins(Dall, Zall: np.ndarray, DS, ZSint: np.ndarray, num: list) -> 
     return [sum(ent[j * d + e] * zf[j * d + e] for e in range(d)) for j in range(m)], Wn
 
 
-def certify_fro(ds: Dataset, alpha: np.ndarray | None = None, sol: SVMSolution | None = None) -> dict[str, Any]:
-    r"""Prove (or fail to prove) that ``sol`` (default: a fresh solve) is the exact Att-SVM($\alpha$) optimum.
+def certify_solution(ds: Dataset, c: Constraints, sol: SVMSolution, t0: float | None = None) -> dict[str, Any]:
+    r"""Prove (or fail to prove) that ``sol`` is the exact Att-SVM optimum for the constraints ``c`` of ``ds``.
 
     Returns ``{"kind": "exact-rational", "verified", "active", "multipliers", "W", "min_other_margin",
     "repairs", "seconds"}``: ``active`` the exact active set $\{(i,t):\text{margin}=1\}$, ``multipliers``
     $[i,t,\text{"p/q"}]$ for the certifying set $S$, ``W`` exact entries, ``min_other_margin`` the smallest
     exact margin outside $S$ (all strings ``"p/q"``). Exact strings are omitted (None, with ``omitted``) when
-    larger than ``MAX_EXACT_DIGITS`` digits in total.
+    larger than ``MAX_EXACT_DIGITS`` digits in total. Active sets larger than ``EXACT_MAX_SUPPORT`` are proved
+    by :func:`certify_enclosure` (kind ``"rigorous-enclosure"``) when it succeeds.
+    ``attsvm.svm.certify_fro`` is the data-set level entry point (it solves first when no solution is given).
     """
     from flint import fmpq, fmpz_mat
 
-    t0 = time.perf_counter()
-    c = build(ds, alpha)
-    if sol is None:
-        from .frobenius import solve_fro
-
-        sol = solve_fro(ds, alpha)
+    t0 = time.perf_counter() if t0 is None else t0
     base = {"kind": "exact-rational", "verified": False, "active": [], "multipliers": [], "W": None}
     if sol.status != "optimal":
         return dict(base, reason="infeasible", repairs=0, seconds=time.perf_counter() - t0)
+    if c.m == 0:  # no constraints (T = 1): W = 0 is the exact optimum, with nothing to prove
+        d = ds.d
+        return dict(
+            base, verified=True, W=[["0"] * d for _ in range(d)], min_other_margin=None, repairs=0,
+            support_size=0, denominator_bits=1, seconds=time.perf_counter() - t0,
+        )  # fmt: skip
     lam_f = sol.multipliers[c.row, np.asarray(c.tok).reshape(-1)]
     marg_f = c.margins(sol.W)
     S = np.flatnonzero(lam_f > 0)
-    Dint, Zint, _sc = _exact_features(ds, c)
+    Dint, eD, Zint, eZ = exact_features(ds, c)
+    sc = -(eD + eZ)  # D Z^T * 2**sc is an integer matrix
     fallback_reason = None
     if S.size > EXACT_MAX_SUPPORT:
-        enc = certify_enclosure(c, Dint, Zint, _sc, S, marg_f, t0)
+        enc = certify_enclosure(c, Dint, Zint, sc, S, marg_f, t0)
         if enc["verified"]:
             return enc
         # degenerate / ill-conditioned: the exact path decides (slower, but exact where it is needed)
         fallback_reason = enc.get("reason")
-    Dall, Zall = _fmpz_mat(Dint), _fmpz_mat(Zint)
+    Dall, Zall = fmpz_matrix(Dint), fmpz_matrix(Zint)
     repairs = 0
     reason = ""
     for _ in range(100):
         if S.size == 0:
             S = np.array([int(np.argmin(marg_f))])
-        DS, ZS = _fmpz_mat(Dint[S]), _fmpz_mat(Zint[S])
+        DS, ZS = fmpz_matrix(Dint[S]), fmpz_matrix(Zint[S])
         DD, ZZ = (DS * DS.transpose()).entries(), (ZS * ZS.transpose()).entries()
         G = fmpz_mat(S.size, S.size, [x * y for x, y in zip(DD, ZZ)])
         try:
@@ -296,7 +272,7 @@ def certify_fro(ds: Dataset, alpha: np.ndarray | None = None, sol: SVMSolution |
     else:
         reason = "repair budget exhausted"
         return dict(base, reason=reason, repairs=repairs, seconds=time.perf_counter() - t0)
-    s2 = fmpq(2) ** (2 * _sc)
+    s2 = fmpq(2) ** (2 * sc)
     tok = np.asarray(c.tok).reshape(-1)
     eq = np.array([v == q for v in mnum])
     active = [[int(c.row[j]), int(tok[j])] for j in np.flatnonzero(eq)]
@@ -313,7 +289,7 @@ def certify_fro(ds: Dataset, alpha: np.ndarray | None = None, sol: SVMSolution |
     out["support_size"] = int(S.size)
     if digits <= MAX_EXACT_DIGITS:
         out["multipliers"] = [[int(c.row[j]), int(tok[j]), str(s2 * fmpq(num[k], q))] for k, j in enumerate(S)]
-        scale = fmpq(2) ** _sc / fmpq(q)
+        scale = fmpq(2) ** sc / fmpq(q)
         out["W"] = [[str(scale * v) for v in row] for row in Wn.tolist()]
     else:
         out["multipliers"] = None
@@ -325,9 +301,7 @@ def certify_fro(ds: Dataset, alpha: np.ndarray | None = None, sol: SVMSolution |
 def apply_certificate(ds: Dataset, c: Constraints, sol: SVMSolution) -> None:
     """Certify ``sol`` in place: set ``certificate``; when verified take the support (and hence local
     optimality and $\\delta_\\alpha$) from the exact active set."""
-    from .neighbours import gap_from, locally_optimal_from
-
-    cert = certify_fro(ds, c.alpha, sol)
+    cert = certify_solution(ds, c, sol)
     sol.certificate = cert
     if cert.get("verified"):
         mask = np.zeros((c.n_rows, c.T), dtype=bool)

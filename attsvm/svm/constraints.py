@@ -56,6 +56,8 @@ class Constraints:
     def to_grid(self, vals: np.ndarray, fill: float = 0.0) -> np.ndarray:
         """Scatter per-constraint values (..., m) into an (..., n_rows, T) array (``fill`` elsewhere)."""
         out = np.full((*vals.shape[:-1], self.n_rows, self.T), fill, dtype=np.result_type(vals, float))
+        if self.m == 0:
+            return out
         flat = out.reshape(-1, self.n_rows * self.T)
         idx = np.broadcast_to(self.row * self.T + self.tok, vals.shape).reshape(-1, self.m)
         np.put_along_axis(flat, idx, vals.reshape(-1, self.m), axis=-1)
@@ -94,5 +96,5 @@ def build(ds: Dataset, alpha: np.ndarray | None = None) -> Constraints:
     Xflat = f.X.reshape(*f.X.shape[:-3], N * T, f.X.shape[-1])
     D = np.take_along_axis(Xsel, row[..., None], axis=-2) - np.take_along_axis(Xflat, pos[..., None], axis=-2)
     Zc = np.take_along_axis(np.broadcast_to(f.Z, (*lead, N, f.Z.shape[-1])), row[..., None], axis=-2)
-    row0 = row.reshape(-1, row.shape[-1])[0]
+    row0 = row[(0,) * len(lead)] if lead else row  # the same for every batch item (same count per row)
     return Constraints(D, Zc, row0, tok, N, T, a)

@@ -12,12 +12,18 @@ accepted only if its relative residual $\|\sum_j\mu_jA_j\|_F/\sum_j\mu_j\|A_j\|_
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
+from scipy.optimize import linprog
 
 from ..data import Dataset
 from ..errors import SolverError
 from ..tolerances import tol
 from .constraints import Constraints, build
+from .dual import DualResult, solve_dual
+from .exact import exact_features, fmpz_matrix, to_integers
+from .scaling import normalised
 
 
 def farkas_residual(c: Constraints, mu: np.ndarray) -> float:
@@ -28,11 +34,28 @@ def farkas_residual(c: Constraints, mu: np.ndarray) -> float:
     return float(np.linalg.norm(S)) / max(scale, np.finfo(float).tiny)
 
 
+def zero_feature_certificate(c: Constraints) -> tuple[np.ndarray, dict] | None:
+    r"""The trivial exact Farkas vector $\mu=e_j$ when some feature vanishes, $A_j=D_jz_j^\top=0$ (a token equal to the
+    selected one, $x_{it}=x_{i\alpha_i}$, or $z_i=0$; a float difference is exactly zero iff the floats are equal):
+    the constraint reads $0\ge1$. Returns ``(mu, certificate)`` or None."""
+    zero = ~np.any(c.D != 0, axis=1) | ~np.any(c.Zc != 0, axis=1)
+    if not np.any(zero):
+        return None
+    j = int(np.flatnonzero(zero)[0])
+    mu = np.zeros(c.m)
+    mu[j] = 1.0
+    i, t = int(c.row[j]), int(np.asarray(c.tok).reshape(-1)[j])
+    return mu, {
+        "kind": "farkas-exact",
+        "verified": True,
+        "residual": 0.0,
+        "reason": f"A_({i},{t}) = 0: the constraint reads 0 >= 1",
+    }
+
+
 def farkas_lp(c: Constraints) -> np.ndarray | None:
     """A Farkas vector ``mu`` (m,) with sum 1 from an LP (HiGHS), or None when the LP is infeasible
     (then Att-SVM is feasible). Any other LP status raises :class:`SolverError`."""
-    from scipy.optimize import linprog
-
     D, Zc = c.D, c.Zc
     U, sv, _ = np.linalg.svd(Zc.T, full_matrices=False)
     r = int(np.sum(sv > tol("rank") * max(sv.max(initial=0.0), np.finfo(float).tiny)))
@@ -53,8 +76,6 @@ def max_margin_point(c: Constraints) -> tuple[float, np.ndarray]:
     r"""$(t^\ast,W)$ with $t^\ast=\max\{t:\ \langle W,A_j\rangle\ge t\ \forall j,\ \|W\|_{\max}\le1\}$ by an LP (HiGHS):
     positive iff Att-SVM is feasible, and small when it is barely so ($\|W^{mm}\|_F\ge1/(d\,t^\ast)$). A status
     other than optimal raises :class:`SolverError`."""
-    from scipy.optimize import linprog
-
     A = (c.D[:, :, None] * c.Zc[:, None, :]).reshape(c.D.shape[0], -1)
     m, k = A.shape
     cost = np.zeros(k + 1)
@@ -90,24 +111,20 @@ def farkas_certificate(c: Constraints, ray: np.ndarray | None = None) -> np.ndar
 def exact_farkas(c: Constraints, Dint: np.ndarray, Zint: np.ndarray, mu: np.ndarray) -> np.ndarray | None:
     r"""An exact Farkas vector on the support of the float ``mu``, or None.
 
-    ``Dint``, ``Zint`` are the constraints' exact integer data (:func:`~attsvm.svm.certificate._exact_features`:
+    ``Dint``, ``Zint`` are the constraints' exact integer data (:func:`~attsvm.svm.exact.exact_features`:
     the binary floats themselves after a common power-of-two scaling, so
     $A_j\propto D^{\mathbb Z}_j(z^{\mathbb Z}_j)^\top$).
     The integer null space $\mathcal N$ of $[\mathrm{vec}A_j]_{j\in S}$, $S=\{j:\mu_j>10^{-9}\max\mu\}$,
     is computed exactly (FLINT). A nonnegative nonzero $\mu^\ast\in\mathcal N$ - the basis vector up to sign
     when $\dim\mathcal N=1$, otherwise the rational rounding of the least-squares fit of ``mu`` - proves
     infeasibility: $\sum_j\mu^\ast_jA_j=0$ holds exactly. Returns $\mu^\ast/\mathbf 1^\top\mu^\ast$ as floats."""
-    from fractions import Fraction
-
-    from .certificate import _fmpz_mat
-
     mu = np.asarray(mu, dtype=float)
     S = np.flatnonzero(mu > 1e-9 * mu.max(initial=0.0))
     if S.size == 0:
         return None
     d = Dint.shape[1]
     vecA = (Dint[S][:, :, None] * Zint[S][:, None, :]).reshape(S.size, d * d)  # rows vec(A_j), exact ints
-    N, nullity = _fmpz_mat(vecA.T).nullspace()
+    N, nullity = fmpz_matrix(vecA.T).nullspace()
     if nullity == 0:
         return None
     basis = [[int(N[r, k]) for r in range(S.size)] for k in range(nullity)]
@@ -131,12 +148,10 @@ def exact_farkas(c: Constraints, Dint: np.ndarray, Zint: np.ndarray, mu: np.ndar
 def feasible_witness(c: Constraints, Dint: np.ndarray, Zint: np.ndarray) -> bool:
     r"""Whether the max-margin LP's $W$ (:func:`max_margin_point`) has every margin $>0$ in exact arithmetic on
     the exact integer data ``Dint``, ``Zint`` - a proof of feasibility."""
-    from .certificate import dyadic_integers
-
     t, W = max_margin_point(c)
     if not t > 0:
         return False
-    Wi, _ = dyadic_integers(W)
+    Wi, _ = to_integers(W)
     margins = np.sum(Dint.dot(Wi) * Zint, axis=1)  # exact Python integers (object arrays)
     return all(x > 0 for x in margins.tolist())
 
@@ -146,9 +161,7 @@ def confirm_infeasible(ds: Dataset, c: Constraints, mu: np.ndarray) -> tuple[np.
     exists on the support of ``mu`` (:func:`exact_farkas`); ``(None, {})`` when an exactly-verified feasible
     point exists instead (:func:`feasible_witness`: the float verdict was a rounding artefact of a barely
     feasible instance); :class:`SolverError` when neither is found (undecided in float64)."""
-    from .certificate import _exact_features
-
-    Dint, Zint, _ = _exact_features(ds, c)
+    Dint, _, Zint, _ = exact_features(ds, c)
     ex = exact_farkas(c, Dint, Zint, mu)
     if ex is not None:
         return ex, {"kind": "farkas-exact", "verified": True, "residual": farkas_residual(c, ex)}
@@ -172,13 +185,36 @@ def proved_infeasible(ds: Dataset, c: Constraints, what: str) -> tuple[np.ndarra
     return mu, cert
 
 
+def farkas_from_ray(ds: Dataset, c: Constraints, r: DualResult) -> tuple[np.ndarray, dict] | None:
+    r"""An exact Farkas vector ``(mu, certificate)`` from a Frobenius dual result ``r`` whose status is ``"ray"`` or
+    ``"diverged"`` (its ray verified or the LP's, then made exact: :func:`confirm_infeasible`); None when there is
+    none or float64 cannot decide. Feasibility of Att-SVM($\alpha$) does not depend on the norm, so the norm
+    programs use this before their own solvers on large instances."""
+    if r.status not in ("ray", "diverged"):
+        return None
+    try:
+        mu = farkas_certificate(c, r.ray)
+        if mu is None:
+            return None
+        mu_exact, cert = confirm_infeasible(ds, c, mu)
+    except SolverError:
+        return None
+    return None if mu_exact is None else (mu_exact, cert)
+
+
 def feasibility(ds: Dataset, alpha: np.ndarray | None = None) -> tuple[bool, np.ndarray | None]:
     r"""Is Att-SVM($\alpha$) feasible? Returns ``(True, None)`` or ``(False, mu)`` with the Farkas
     multipliers ``mu`` (N, T) ($\mu\ge0$, zero at $(i,\alpha_i)$, $\sum\mu A=0$ exactly: :func:`confirm_infeasible`;
-    :class:`SolverError` when float64 cannot decide)."""
-    from .frobenius import solve_dual
-
+    :class:`SolverError` when float64 cannot decide). Feasibility and $\mu$ do not change under a rescaling of
+    the data, so very large or small data are decided on their exact power-of-two rescaling (:mod:`.scaling`).
+    With no constraints ($T=1$) the program is feasible."""
+    ds, _ = normalised(ds)
     c = build(ds, alpha)
+    if c.m == 0:
+        return True, None
+    zero = zero_feature_certificate(c)
+    if zero is not None:
+        return False, c.to_grid(zero[0])
     try:
         r = solve_dual(c.D, c.Zc)
         ray = r.ray if r.status == "ray" else None

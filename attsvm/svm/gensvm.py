@@ -25,6 +25,9 @@ import numpy as np
 from ..data import Dataset
 from ..errors import InfeasibleError, InputError, SolverError
 from ..tolerances import tol
+from .budget import estimate, require
+from .cvx import farkas_lp, margins_expr, solve
+from .scaling import normalised, unscale_solution
 from .solution import SVMSolution
 
 
@@ -105,12 +108,18 @@ def solve_gensvm(ds: Dataset, selected: np.ndarray, s: np.ndarray | None = None)
 
     ``margins`` (n,T): $(x_{it_0}-x_{i\tau})^\top Wz_i$ for $\tau\notin\mathcal O_i$ (NaN on $\mathcal O_i$);
     ``multipliers`` (n,T): $\lambda_{i\tau}$; ``extra["eq_multipliers"]`` (n,T): $\nu$ of the pair
-    $(t_k,t_{k+1})$ stored at $t_{k+1}$."""
+    $(t_k,t_{k+1})$ stored at $t_{k+1}$. Very large or small data are rescaled exactly first (:mod:`.scaling`;
+    $W$ and $W^{fin}$ scale alike); with no constraints at all (every $\mathcal O_i$ a single token and $T=1$)
+    $W=0$."""
+    sel = _check(ds, selected)
+    require(estimate(ds, "fro", "gensvm"), "Gen-SVM of this data set")
+    scaled, scale = normalised(ds)
+    return unscale_solution(_solve_gensvm(scaled, sel, s), scale)
+
+
+def _solve_gensvm(ds: Dataset, sel: np.ndarray, s: np.ndarray | None) -> SVMSolution:
     import cvxpy as cp
 
-    from .cvx import farkas_lp, margins_expr, solve
-
-    sel = _check(ds, selected)
     n, T, d = ds.n, ds.T, ds.d
     eq, ineq = _pairs(ds, sel)
     De, Ze = _features(ds, eq)

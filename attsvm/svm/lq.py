@@ -14,21 +14,22 @@ from __future__ import annotations
 import numpy as np
 
 from ..data import Dataset
-from ..errors import InputError
+from ..errors import InputError, SolverError
 from ..tolerances import tol
+from .budget import estimate, require
 from .constraints import build
+from .cvx import margins_expr, solve
+from .dual import solve_dual
+from .farkas import farkas_from_ray, proved_infeasible, zero_feature_certificate
+from .norms import entrywise_norm
+from .scaling import normalised, unscale_solution
 from .solution import SVMSolution
 
+#: above this many constraints, infeasibility is first decided by the Frobenius dual (feasibility is norm-free)
+LARGE = 200
 
-def lq_norm(W: np.ndarray, q: float) -> float:
-    r"""Entrywise $\|W\|_q$ (scaled by the largest entry to avoid overflow)."""
-    a = np.abs(np.asarray(W, dtype=float)).ravel()
-    s = a.max() if a.size else 0.0
-    if s == 0:
-        return 0.0
-    if np.isinf(q):
-        return float(s)
-    return float(s * np.sum((a / s) ** q) ** (1.0 / q))
+#: entrywise $\|W\|_q$ (:func:`attsvm.svm.norms.entrywise_norm`)
+lq_norm = entrywise_norm
 
 
 def solve_lq(ds: Dataset, q: float, alpha=None) -> SVMSolution:
@@ -37,12 +38,8 @@ def solve_lq(ds: Dataset, q: float, alpha=None) -> SVMSolution:
     ``multipliers`` are the constraint duals $\lambda$; ``kkt`` holds ``primal_feasibility``,
     ``dual_feasibility``, ``complementary_slackness``, ``dual_norm`` ($\|M\|_{q^*}-1$, should be $\le0$),
     ``stationarity`` ($|\langle M,W\rangle-\|W\|_q|/\|W\|_q$) and ``duality_gap``. Infeasible: Farkas
-    certificate in ``farkas``."""
-    import cvxpy as cp
-
-    from .cvx import margins_expr, solve
-    from .farkas import proved_infeasible
-
+    certificate in ``farkas``. Very large or small data are rescaled exactly first (:mod:`.scaling`); with no
+    constraints ($T=1$) $W=0$."""
     try:
         q = float(q)
     except (TypeError, ValueError) as exc:
@@ -51,10 +48,40 @@ def solve_lq(ds: Dataset, q: float, alpha=None) -> SVMSolution:
         raise InputError(f"field 'q' must be a finite number > 1, got {q}")
     if ds.batched:
         raise InputError("solve_lq takes a single data set (iterate over the batch)")
+    require(estimate(ds, "lq", "attsvm"), "lq Att-SVM of this data set")
+    scaled, scale = normalised(ds)
+    return unscale_solution(_solve_lq(scaled, q, alpha), scale)
+
+
+def _solve_lq(ds: Dataset, q: float, alpha) -> SVMSolution:
+    import cvxpy as cp
+
     cons = build(ds, alpha)
     program = {"sequence": "seq", "causal": "causal"}.get(ds.kind, "attsvm")
     a = np.asarray(cons.alpha)
     d = ds.d
+    if cons.m == 0:  # no constraints (T = 1): W = 0 is the minimum-norm point
+        kkt = dict.fromkeys(
+            ("primal_feasibility", "dual_feasibility", "complementary_slackness", "dual_norm", "stationarity"), 0.0
+        )
+        kkt["duality_gap"] = 0.0
+        return SVMSolution(
+            "optimal", "lq", program, a, np.zeros((d, d)), 0.0, cons.to_grid(np.zeros(0), np.nan),
+            cons.to_grid(np.zeros(0)), kkt=kkt, certificate={"kind": "kkt-float", "verified": True, "lower": 0.0,
+            "upper": 0.0, "reason": "no constraints"}, extra={"q": q},
+        )  # fmt: skip
+    zero = zero_feature_certificate(cons)
+    if zero is None and cons.m > LARGE:  # large: the (fast) Frobenius dual's ray decides infeasibility first
+        try:
+            zero = farkas_from_ray(ds, cons, solve_dual(cons.D, cons.Zc))
+        except SolverError:
+            zero = None
+    if zero is not None:  # infeasible, exactly (a constraint 0 >= 1, or the Frobenius ray)
+        mu, cert = zero
+        return SVMSolution(
+            "infeasible", "lq", program, a, None, None, kkt={"farkas_residual": cert["residual"]}, certificate=cert,
+            farkas=cons.to_grid(mu), extra={"q": q},
+        )  # fmt: skip
     W = cp.Variable((d, d))
     con = margins_expr(cons.D, W, cons.Zc) >= 1
     prob = cp.Problem(cp.Minimize(cp.pnorm(cp.vec(W, order="F"), q)), [con])

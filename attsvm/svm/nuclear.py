@@ -34,10 +34,18 @@ from fractions import Fraction
 import numpy as np
 
 from ..data import Dataset
-from ..errors import SolverError
+from ..errors import InputError, SolverError
 from ..tolerances import tol
+from .blas import blas_threads
+from .budget import estimate, require
 from .constraints import Constraints, build
+from .cvx import margins_expr, solve
+from .dual import DualResult, solve_dual
+from .exact import exact_features, fmpz_matrix, pow2, to_integers
+from .farkas import farkas_from_ray, proved_infeasible, zero_feature_certificate
+from .scaling import normalised, unscale_solution
 from .solution import SVMSolution
+from .spectral import combine_exact, prove_spectral_le_one, round_down, round_up
 
 _MU = 10.0  # growth of t per stage: after a jump in t the first Newton step is cut by the fraction-to-boundary
 # rule on the many inactive multipliers, so long jumps (50x) cost more Newton steps in all than short ones
@@ -58,6 +66,7 @@ def _barrier(
     from scipy.linalg import solve_triangular
 
     m, d = D.shape
+    require(8.0 * 12 * m * m + 8.0 * 10 * m * d, f"the Att-SVM* barrier method on {m} constraints")
     nu = 2 * d + m
     if lam0 is None:
         M1 = D.T @ Zc
@@ -169,29 +178,36 @@ def _polish(D: np.ndarray, Zc: np.ndarray, lam: np.ndarray, t: float, M: np.ndar
     return W1 if score(W1) <= score(W0) else W0
 
 
-def _initial_set(D: np.ndarray, Zc: np.ndarray, factor: float = 2.0) -> np.ndarray:
-    """Constraints likely active at the nuclear optimum: the smallest margins of the Frobenius solution."""
-    m = len(D)
-    if m <= 200:
-        return np.arange(m)
+def _frobenius_hint(cons: Constraints) -> DualResult | None:
+    """The Frobenius dual on every constraint (only when there are more than 200): its margins seed the working
+    set (:func:`_initial_set`), and its ray, if any, is a Farkas candidate - feasibility does not depend on the norm.
+    None when the working-set solver gives up."""
+    if cons.m <= 200:
+        return None
     try:
-        from .frobenius import solve_dual
+        return solve_dual(cons.D, cons.Zc)
+    except SolverError:
+        return None
 
-        r = solve_dual(D, Zc)
-        mg = r.margins
-    except Exception:  # infeasible or unavailable: fall back to every constraint
+
+def _initial_set(D: np.ndarray, Zc: np.ndarray, hint: DualResult | None, factor: float = 2.0) -> np.ndarray:
+    """Constraints likely active at the nuclear optimum: the smallest margins of the Frobenius solution (every
+    constraint when there are at most 200, or no Frobenius solution)."""
+    m = len(D)
+    if m <= 200 or hint is None or hint.status not in ("optimal", "inaccurate"):
         return np.arange(m)
+    mg = hint.margins
     k = min(m, max(200, int(factor * np.sum(mg <= 1.0 + 1e-6))))
     return np.sort(np.argsort(mg)[:k])
 
 
-def _working_set(cons: Constraints, gap_rel: float = 1e-9, max_rounds: int = 20):
+def _working_set(cons: Constraints, gap_rel: float = 1e-9, max_rounds: int = 20, hint: DualResult | None = None):
     """Barrier on a working set S of constraints, adding violated ones until the primal point is feasible
     for all. Returns (lam (m,), W, info) or None (infeasible). The dual point (zero off S) is dual feasible
     for the full program whatever S is."""
     D, Zc = cons.D, cons.Zc
     m = len(D)
-    S = _initial_set(D, Zc)
+    S = _initial_set(D, Zc, hint)
     steps = 0
     for rnd in range(max_rounds):
         try:
@@ -236,8 +252,6 @@ def _clarabel(D: np.ndarray, Zc: np.ndarray):
     """Fallback: cvxpy ``normNuc`` with Clarabel on the given constraints (slow, dense 2d x 2d cone)."""
     import cvxpy as cp
 
-    from .cvx import margins_expr, solve
-
     W = cp.Variable((D.shape[1], D.shape[1]))
     con = margins_expr(D, W, Zc) >= 1
     if solve(cp.Problem(cp.Minimize(cp.normNuc(W)), [con]), "Att-SVM* (Clarabel fallback)") != "optimal":
@@ -257,32 +271,18 @@ def _working_set_full(cons: Constraints):
     return lam, W, info
 
 
-def _exact_constraints(ds: Dataset, cons: Constraints):
-    """Exact integer forms of D (m,d) and Zc (m,d): (Dn, eD, Zn, eZ)."""
-    from .spectral import dyadic
-
-    f = ds.flat()
-    Xn, ex = dyadic(np.asarray(f.X))
-    Zn, ez = dyadic(np.asarray(f.Z))
-    a = np.asarray(cons.alpha).reshape(-1)
-    Dn = Xn[cons.row, a[cons.row]] - Xn[cons.row, np.asarray(cons.tok)]
-    return Dn, ex, Zn[cons.row], ez
-
-
 def certify_gap(ds: Dataset, cons: Constraints, lam: np.ndarray, W: np.ndarray) -> dict:
     """Proved duality gap for Att-SVM* (see the module docstring). ``lam`` must already be dual feasible
     in floating point (it is re-proved here exactly); returns the certificate dict."""
-    from .spectral import combine_exact, dyadic, fmpz, pow2, prove_spectral_le_one, round_down, round_up
-
     t0 = time.perf_counter()
-    Dn, eD, Zn, eZ = _exact_constraints(ds, cons)
+    Dn, eD, Zn, eZ = exact_features(ds, cons)
     lam = np.where(lam > 1e-13 * max(lam.max(), 1e-300), lam, 0.0)
     dual_ok = False
     lam_c = lam
     for eps in (1e-12, 1e-10, 1e-8, 1e-6):
         s = np.linalg.norm(cons.combine(lam), 2)
         lam_c = lam / ((1.0 + eps) * s) if s > 0 else lam
-        ln, el = dyadic(lam_c)
+        ln, el = to_integers(lam_c)
         if prove_spectral_le_one(combine_exact(Dn, Zn, ln), eD + el + eZ):
             dual_ok = True
             break
@@ -292,10 +292,10 @@ def certify_gap(ds: Dataset, cons: Constraints, lam: np.ndarray, W: np.ndarray) 
     r = int(np.sum(sv > 1e-14 * sv[0])) if sv[0] > 0 else 0
     K = U[:, :r] * np.sqrt(sv[:r])
     Qf = Vt[:r].T * np.sqrt(sv[:r])
-    Kn, eK = dyadic(K)
-    Qn, eQ = dyadic(Qf)
-    Wn = fmpz(Kn) * fmpz(Qn).transpose()  # W' = K Q^T exactly, exponent eK+eQ
-    DW = (fmpz(Dn) * Wn).entries()
+    Kn, eK = to_integers(K)
+    Qn, eQ = to_integers(Qf)
+    Wn = fmpz_matrix(Kn) * fmpz_matrix(Qn).transpose()  # W' = K Q^T exactly, exponent eK+eQ
+    DW = (fmpz_matrix(Dn) * Wn).entries()
     Zl = [int(z) for z in np.asarray(Zn).ravel()]
     d = W.shape[0]
     marg = [sum(int(DW[j * d + k]) * Zl[j * d + k] for k in range(d)) for j in range(len(Dn))]
@@ -334,25 +334,40 @@ def solve_nuclear(ds: Dataset, alpha=None, certify: bool = False) -> SVMSolution
     ``duality-gap`` certificate (proved exactly when ``certify``). Infeasible: status ``"infeasible"`` with
     a Farkas certificate $\mu\ge0$, $\sum\mu A=0$."""
     if ds.batched:
-        from ..errors import InputError
-
         raise InputError("solve_nuclear takes a single data set (iterate over the batch)")
+    require(estimate(ds, "nuc", "attsvm", certify), "Att-SVM* (nuclear norm) of this data set")
+    scaled, scale = normalised(ds)
+    return unscale_solution(_solve_nuclear(scaled, alpha, certify), scale)
+
+
+def _solve_nuclear(ds: Dataset, alpha, certify: bool) -> SVMSolution:
     cons = build(ds, alpha)
     program = {"sequence": "seq", "causal": "causal"}.get(ds.kind, "attsvm")
     a = np.asarray(cons.alpha)
-    if cons.m == 0:
+    if cons.m == 0:  # no constraints (T = 1): W = 0, and 0 <= OPT <= ||0||_* = 0 proves it
         W = np.zeros((ds.d, ds.d))
-        return SVMSolution(
-            "optimal", "nuc", program, a, W, 0.0, cons.to_grid(np.zeros(0), np.nan), cons.to_grid(np.zeros(0))
+        kkt = dict.fromkeys(
+            ("primal_feasibility", "dual_feasibility", "complementary_slackness", "stationarity", "duality_gap"), 0.0
         )
+        cert = {"kind": "duality-gap", "verified": True, "proved": True, "lower": 0.0, "upper": 0.0, "rel_gap": 0.0}
+        return SVMSolution(
+            "optimal", "nuc", program, a, W, 0.0, cons.to_grid(np.zeros(0), np.nan), cons.to_grid(np.zeros(0)),
+            kkt=kkt, certificate=dict(cert, reason="no constraints"),
+        )  # fmt: skip
+    zero = zero_feature_certificate(cons)
+    if zero is not None:  # a constraint 0 >= 1 (A_j = 0): infeasible, exactly
+        return _infeasible_with(cons, program, a, *zero)
+    hint = _frobenius_hint(cons)
+    if hint is not None:
+        found = farkas_from_ray(ds, cons, hint)
+        if found is not None:  # infeasible whatever the norm: no barrier on all m constraints
+            return _infeasible_with(cons, program, a, *found)
     t0 = time.perf_counter()
-    from ._blas import blas_threads
-
     # the path stops at a barrier gap of 1e-9 (relative); when the proof of gap <= tol("nuc_gap") fails there,
     # the path is run again to 1e-11
     for gap_rel in (1e-9, 1e-11):
         with blas_threads(1):
-            out = _working_set(cons, gap_rel)
+            out = _working_set(cons, gap_rel, hint=hint)
         if out is None:
             return _infeasible(ds, cons, program, a)
         lam, Wc, info = out
@@ -396,9 +411,11 @@ def solve_nuclear(ds: Dataset, alpha=None, certify: bool = False) -> SVMSolution
 
 
 def _infeasible(ds: Dataset, cons: Constraints, program: str, a: np.ndarray) -> SVMSolution:
-    from .farkas import proved_infeasible
-
     mu, cert = proved_infeasible(ds, cons, "Att-SVM* (barrier method diverged)")
+    return _infeasible_with(cons, program, a, mu, cert)
+
+
+def _infeasible_with(cons: Constraints, program: str, a: np.ndarray, mu: np.ndarray, cert: dict) -> SVMSolution:
     return SVMSolution(
         "infeasible",
         "nuc",

@@ -20,15 +20,22 @@ import numpy as np
 from ..data import Dataset
 from ..errors import InputError, SolverError
 from ..tolerances import tol
+from .budget import estimate, require
+from .cvx import farkas_lp, linear_kkt, solve
+from .frobenius import certify_fro
+from .scaling import normalised, unscale_solution
 from .solution import SVMSolution
+
+_KKT_KEYS = ("primal_feasibility", "dual_feasibility", "complementary_slackness", "stationarity", "duality_gap")
 
 
 def _qp(F: np.ndarray, b: np.ndarray, what: str):
     """min ½|u|² s.t. F u ≥ b. Returns ("optimal", u, lam, kkt) or ("infeasible", mu, resid)."""
     import cvxpy as cp
 
-    from .cvx import farkas_lp, linear_kkt, solve
-
+    if F.shape[0] == 0:  # no constraints: u = 0
+        u0 = np.zeros(F.shape[1])
+        return "optimal", u0, np.zeros(0), dict.fromkeys(_KKT_KEYS, 0.0)
     u = cp.Variable(F.shape[1])
     con = F @ u >= b
     status = solve(cp.Problem(cp.Minimize(0.5 * cp.sum_squares(u)), [con]), what)
@@ -93,10 +100,19 @@ def _grid(ds: Dataset, i: np.ndarray, t: np.ndarray, v: np.ndarray, fill: float)
     return out
 
 
+def _rescaled(ds: Dataset, program: str, fn, *args) -> SVMSolution:
+    """Run ``fn(ds', *args)`` on the exactly rescaled data (:mod:`.scaling`: $p$, $v$ scale with $X$ only) and map
+    the solution back; the memory estimate is checked first."""
+    require(estimate(ds, "fro", program), f"the {program} SVM of this data set")
+    scaled, scale = normalised(ds)
+    return unscale_solution(fn(scaled, *args), scale)
+
+
 def solve_prompt(ds: Dataset, alpha=None) -> SVMSolution:
-    r"""Prompt SVM $p^{mm}_\alpha$ (in ``extra["p"]``); margins/multipliers on the (n,T) grid."""
+    r"""Prompt SVM $p^{mm}_\alpha$ (in ``extra["p"]``); margins/multipliers on the (n,T) grid. With no constraints
+    ($T=1$) $p=0$."""
     a = _check(ds, alpha)
-    return _prompt_program(ds, a, np.ones(ds.n), "prompt", {})
+    return _rescaled(ds, "prompt", lambda d2: _prompt_program(d2, a, np.ones(d2.n), "prompt", {}))
 
 
 def certify_prompt(ds: Dataset, alpha=None) -> dict:
@@ -104,8 +120,6 @@ def certify_prompt(ds: Dataset, alpha=None) -> dict:
     ($\langle W,(x_{i\alpha_i}-x_{it})e_1^\top\rangle=(x_{i\alpha_i}-x_{it})^\top We_1$, and the minimum-norm $W$
     is $[p^{mm}_\alpha,0,\dots,0]$), so :func:`attsvm.svm.certify_fro` proves it. Returns that certificate with
     ``"p"``: the exact entries (``"p/q"`` strings; ``None`` unless ``verified``)."""
-    from .certificate import certify_fro
-
     a = _check(ds, alpha)
     Z = np.zeros((ds.n, ds.d))
     Z[:, 0] = 1.0
@@ -119,6 +133,10 @@ def solve_head(ds: Dataset, alpha=None) -> SVMSolution:
 
     ``margins`` / ``multipliers`` are (n,): $Y_iv^\top x_{i\alpha_i}$ and $\lambda_i$."""
     a = _check(ds, alpha)
+    return _rescaled(ds, "head", _solve_head, a)
+
+
+def _solve_head(ds: Dataset, a: np.ndarray) -> SVMSolution:
     F = ds.Y[:, None] * ds.X[np.arange(ds.n), a]
     out = _qp(F, np.ones(ds.n), "head SVM")
     if out[0] == "infeasible":
@@ -141,8 +159,12 @@ def solve_relaxed_prompt(ds: Dataset, alpha=None, S=None) -> SVMSolution:
     r"""Relaxed prompt SVM: margin $\ge1$ for $i\in\mathcal S$, $\ge0$ otherwise ($\mathcal S$ from
     :func:`solve_head` unless given). ``extra``: ``"p"``, ``"S"``."""
     a = _check(ds, alpha)
+    return _rescaled(ds, "relaxed", _solve_relaxed, a, S)
+
+
+def _solve_relaxed(ds: Dataset, a: np.ndarray, S) -> SVMSolution:
     if S is None:
-        head = solve_head(ds, a)
+        head = _solve_head(ds, a)
         if head.status != "optimal":
             raise InputError("relaxed prompt SVM: the head SVM is infeasible, so the support set S is undefined")
         S = head.extra["S"]

@@ -13,7 +13,21 @@ from typing import Any
 
 import numpy as np
 
-from ..serial import jsonable as _serial_jsonable
+from ..serial import jsonable
+from .norms import entrywise_norm, frobenius_norm, nuclear_norm
+
+#: ``objective`` of each program (the optimal value of the program as it is solved; = the dual value)
+OBJECTIVE_FORMULAS = {
+    "fro": "||W||_F^2 = 1^T lambda",
+    "nuc": "||W||_* = 1^T lambda",
+    "lq": "||W||_q = 1^T lambda",
+    "prompt": "||p||_2^2 = 1^T lambda",
+    "relaxed": "||p||_2^2 = b^T lambda",
+    "head": "||v||_2^2 = 1^T lambda",
+}
+#: the printed name of the minimised norm, by ``norm`` (and by program for the vector programs)
+NORM_LABELS = {"fro": "||W||_F", "nuc": "||W||_*", "lq": "||W||_q", "prompt": "||p||_2", "relaxed": "||p||_2",
+               "head": "||v||_2"}  # fmt: skip
 
 
 @dataclass
@@ -44,9 +58,60 @@ class SVMSolution:
 
     @property
     def margin_min(self) -> float | None:
+        """The smallest margin; None when there is none (infeasible, or no constraints)."""
         if self.margins is None:
             return None
-        return float(np.nanmin(self.margins))
+        m = np.asarray(self.margins, dtype=float)
+        m = m[~np.isnan(m)]
+        return float(m.min()) if m.size else None
+
+    @property
+    def _key(self) -> str:
+        return self.program if self.program in ("prompt", "relaxed", "head") else self.norm
+
+    @property
+    def norm_kind(self) -> str:
+        """``"fro"``, ``"nuc"``, ``"lq(q)"`` or ``"l2"``."""
+        if self.norm == "lq" and self.extra.get("q") is not None:
+            return f"lq({float(self.extra['q']):g})"
+        return self.norm
+
+    @property
+    def norm_label(self) -> str:
+        """The printed name of the minimised norm (``||W||_F``, ``||W||_*``, ``||W||_q``, ``||p||_2``, ``||v||_2``)."""
+        return NORM_LABELS.get(self._key, f"||W|| ({self.norm})")
+
+    @property
+    def objective_formula(self) -> str:
+        """What ``objective`` is, as a formula (``OBJECTIVE_FORMULAS``)."""
+        return OBJECTIVE_FORMULAS.get(self._key, "||W||_F^2 = 1^T lambda")
+
+    @property
+    def norm_value(self) -> float | None:
+        r"""The minimised norm of the solution, evaluated from it ($\|W\|_F$, $\|W\|_\star$, $\|W\|_q$, $\|p\|_2$
+        or $\|v\|_2$); None when infeasible (or not a float64)."""
+        if self.status != "optimal":
+            return None
+        if self._key in ("prompt", "relaxed", "head"):
+            u = self.extra.get("v" if self._key == "head" else "p")
+            val = None if u is None else frobenius_norm(u)
+        elif self.W is None:
+            val = None
+        elif self.norm == "nuc":
+            val = nuclear_norm(self.W)
+        elif self.norm == "lq":
+            val = entrywise_norm(self.W, float(self.extra.get("q", 2.0)))
+        else:
+            val = frobenius_norm(self.W)
+        return val if val is not None and np.isfinite(val) else None
+
+    @property
+    def norm_sq(self) -> float | None:
+        """The squared norm, where it is the program's objective (Frobenius, Gen-SVM, prompt, relaxed, head): the
+        ``objective``; None for the norm programs (nuclear, ℓq) and where infeasible/unrepresentable."""
+        if self.status != "optimal" or self.norm not in ("fro", "l2"):
+            return None
+        return self.objective
 
     @property
     def feasible(self) -> bool:
@@ -57,11 +122,14 @@ class SVMSolution:
         tl = lambda a: None if a is None else np.asarray(a).tolist()  # noqa: E731
         out: dict[str, Any] = {
             "status": self.status,
-            "norm": self.norm,
+            "norm": self.norm_value,
+            "norm_sq": self.norm_sq,
+            "norm_kind": self.norm_kind,
             "program": self.program,
             "alpha": tl(self.alpha),
             "W": tl(self.W),
             "objective": self.objective,
+            "objective_formula": self.objective_formula,
             "margin_min": self.margin_min,
             "support": [[int(i), int(t)] for i, t in self.support],
             "locally_optimal": self.locally_optimal,
@@ -78,4 +146,4 @@ class SVMSolution:
 
 def _json(x: Any) -> Any:
     """Strict JSON values (non-finite floats become null)."""
-    return _serial_jsonable(x, nonfinite="null")
+    return jsonable(x, nonfinite="null")

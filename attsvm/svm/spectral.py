@@ -1,10 +1,10 @@
 r"""Rigorous (exact rational) checks on binary floating-point data: spectral-norm bounds and PSD tests.
 
 Every float64 is a dyadic rational $m\,2^{e}$, so an array of floats equals an integer array times one
-power of two, $a=N\,2^{e}$ (:func:`dyadic`). Products and sums of such arrays are then computed exactly in
-integers (python-flint ``fmpz_mat``), and a symmetric integer matrix is proved positive definite by
-Sylvester's criterion: all leading principal minors $>0$, read off the diagonal of a fraction-free LU
-factorisation without row exchanges (:func:`is_positive_definite`).
+power of two, $a=N\,2^{e}$ (:func:`dyadic`, i.e. :func:`attsvm.svm.exact.to_integers`). Products and sums of
+such arrays are then computed exactly in integers (python-flint ``fmpz_mat``), and a symmetric integer matrix
+is proved positive definite by Sylvester's criterion: all leading principal minors $>0$, read off the diagonal
+of a fraction-free LU factorisation without row exchanges (:func:`is_positive_definite`).
 
 The spectral-norm certificate of Att-SVM$^\star$ (THEORY §2) is
 $\|M\|_2\le1\iff I-M^\top M\succeq0$, with $M=\sum_j\lambda_jA_j$ built exactly from the data
@@ -18,48 +18,23 @@ from fractions import Fraction
 
 import numpy as np
 
+from .exact import fmpz_matrix, pow2, to_integers
 
-def dyadic(a: np.ndarray) -> tuple[np.ndarray, int]:
-    r"""Exact integer form of a float array: returns ``(N, e)`` with ``a == N * 2**e`` exactly.
+#: the one float -> integer converter (:func:`attsvm.svm.exact.to_integers`), under its historical name here
+dyadic = to_integers
+#: ``fmpz_mat`` from a 2-D integer object array (:func:`attsvm.svm.exact.fmpz_matrix`)
+fmpz = fmpz_matrix
 
-    ``N`` is an object array of Python ints (same shape as ``a``); $e$ the smallest exponent needed."""
-    a = np.asarray(a, dtype=np.float64)
-    if not np.all(np.isfinite(a)):
-        raise ValueError("dyadic: non-finite entry")
-    mant, ex = np.frexp(a)
-    mi = (mant * 2.0**53).astype(np.int64)  # exact: |mant| < 1
-    ex = ex.astype(np.int64) - 53
-    nz = mi != 0
-    if not np.any(nz):
-        return np.zeros(a.shape, dtype=object), 0
-    # strip trailing zero bits so the integers stay small
-    tz = np.zeros_like(mi)
-    w = np.where(nz, np.abs(mi), 1)
-    while True:
-        even = (w & 1) == 0
-        if not np.any(even & nz):
-            break
-        w = np.where(even, w >> 1, w)
-        tz = np.where(even, tz + 1, tz)
-    mi = np.where(nz, np.sign(mi) * w, 0)
-    ex = np.where(nz, ex + tz, 0)
-    e0 = int(ex[nz].min())
-    shift = (ex - e0).ravel()
-    out = np.array([int(m) << int(s) if m else 0 for m, s in zip(mi.ravel().tolist(), shift.tolist())], dtype=object)
-    return out.reshape(a.shape), e0
-
-
-def fmpz(N: np.ndarray):
-    """An ``flint.fmpz_mat`` from a 2-D object array of Python ints."""
-    import flint
-
-    N = np.asarray(N, dtype=object)
-    return flint.fmpz_mat([[int(x) for x in row] for row in N])
-
-
-def pow2(e: int) -> Fraction:
-    """$2^e$ as an exact fraction."""
-    return Fraction(1 << e) if e >= 0 else Fraction(1, 1 << -e)
+__all__ = [
+    "combine_exact",
+    "dyadic",
+    "fmpz",
+    "is_positive_definite",
+    "pow2",
+    "prove_spectral_le_one",
+    "round_down",
+    "round_up",
+]
 
 
 def is_positive_definite(S) -> bool:

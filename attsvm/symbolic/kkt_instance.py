@@ -10,8 +10,12 @@ solved in $\mathbb Q$ (python-flint); then $W=\sum_{S}\lambda_{it}D_{it}z_i^\top
 $\lambda_S\ge0$ and every other margin $\langle W,A_{it}\rangle\ge1$, exactly (then $\|W\|_F^2=\mathbf 1^\top\lambda$).
 
 The active set comes from ``attsvm.svm.certify_fro`` when that exists (its multipliers are then re-derived
-here independently and must agree), otherwise from the float dual solver (``attsvm.svm.frobenius.solve_dual``,
-or cvxpy as a last resort).
+here independently and must agree), otherwise from the float solver (``attsvm.svm.solve_fro``).
+
+With no constraints ($T=1$) the exact answer is $W=0$ (every check holds vacuously). The exact arithmetic is
+pure Python ``Fraction`` work, about $m(d^2+2d)$ rational terms for $m$ constraints in dimension $d$; instances
+above ``MAX_EXACT_TERMS`` (or whose estimated memory exceeds the limit of :mod:`attsvm.svm.budget`) are refused
+with an :class:`~attsvm.errors.InputError` naming the size (``attsvm solve --certify`` certifies large instances).
 """
 
 from __future__ import annotations
@@ -26,14 +30,54 @@ import sympy as sp
 
 from ..data import Dataset
 from ..errors import InputError
+from ..svm.budget import constraint_count, require
 from .checks import Equal, Predicate
 from .derivation import Derivation
 from .notation import matrix_symbol, symbol
 from .printer import Chain, Inner, Norm, SumOver
 
+#: largest m * (d^2 + 2d) (exact rational terms: data, margins) derive kkt takes on (about 30 s of Fraction work)
+MAX_EXACT_TERMS = 1_000_000
+#: bytes per exact rational term held at once (a Fraction, its two ints and list slots), for the memory estimate
+BYTES_PER_TERM = 400
+
+
+def check_size(ds: Dataset) -> None:
+    """Refuse (:class:`InputError`) an instance too large for the exact derivation (module docstring)."""
+    m, _ = constraint_count(ds)
+    d = ds.d
+    terms = m * (d * d + 2 * d)
+    if terms > MAX_EXACT_TERMS:
+        raise InputError(
+            f"derive kkt: {m} constraints in dimension d={d} need about {terms:.2g} exact rational terms, more "
+            f"than the limit of {MAX_EXACT_TERMS:.2g} (m*(d^2+2d)); use 'attsvm solve --certify' for large instances"
+        )
+    require(BYTES_PER_TERM * m * (2 * d + 1), f"derive kkt on {m} constraints")
+
 
 def _q(x: float) -> Fraction:
     return Fraction(float(x))
+
+
+def display_rational(q: Any, width: int = 40) -> str:
+    """A rational (``"p/q"`` string or number) for a one-line display: itself when at most ``width`` characters,
+    else its value to 17 significant digits with the length of the exact form (never overflowing: the decimal
+    exponent is taken from the integers, so 1e-400 or 1e+600 print as such)."""
+    if q is None:
+        return "none"
+    text = str(q)
+    if len(text) <= width:
+        return text
+    f = Fraction(text)
+    if f == 0:
+        return f"0 (exact: {len(text)} characters)"
+    num, den = abs(f.numerator), f.denominator
+    e = len(str(num)) - len(str(den))  # 10**(e-1) < |f| < 10**(e+1)
+    mant = float(f / Fraction(10) ** e)
+    if abs(mant) < 1:
+        mant, e = mant * 10, e - 1
+    sign = "-" if f < 0 else ""
+    return f"{sign}{abs(mant):.16f}e{e:+03d} (exact: {len(text)} characters)"
 
 
 def _fmt(q: Any) -> str:
@@ -101,8 +145,9 @@ def exact_data(ds: Dataset, alpha: Any = None) -> tuple[list[tuple[int, int]], l
     return labels, D, Z, a
 
 
-def solve_exact(labels, D, Z, active: list[tuple[int, int]]) -> ExactKKT:
-    """Solve $G_{SS}\\lambda_S=\\mathbf 1$ exactly on the ``active`` labels and evaluate every margin exactly."""
+def solve_exact(labels, D, Z, active: list[tuple[int, int]], d: int | None = None) -> ExactKKT:
+    """Solve $G_{SS}\\lambda_S=\\mathbf 1$ exactly on the ``active`` labels and evaluate every margin exactly
+    (``d``: the dimension, needed when there are no constraints)."""
     import flint
 
     pos = {lab: j for j, lab in enumerate(labels)}
@@ -110,7 +155,7 @@ def solve_exact(labels, D, Z, active: list[tuple[int, int]]) -> ExactKKT:
     if missing:
         raise InputError(f"active constraint {missing[0]} is not a constraint of this selection")
     S = sorted(pos[tuple(lab)] for lab in active)
-    d = len(D[0]) if D else 0
+    d = (len(D[0]) if D else 0) if d is None else d
     m = len(labels)
     lam = [Fraction(0)] * m
     dot = lambda u, v: sum((x * y for x, y in zip(u, v)), Fraction(0))  # noqa: E731
@@ -139,6 +184,8 @@ def _float_active_set(ds: Dataset, alpha: Any) -> list[tuple[int, int]]:
     sol = solve_fro(ds, None if alpha is None else np.asarray(alpha))
     if sol.status != "optimal":
         raise InfeasibleError("Att-SVM is infeasible for this selection", certificate=sol.farkas)
+    if sol.multipliers is None:  # not representable in float64 (rescaled data): the support tokens instead
+        return [(int(i), int(t)) for i, t in sol.support]
     return [(int(i), int(t)) for i, t in np.argwhere(np.asarray(sol.multipliers) > 0)]
 
 
@@ -158,6 +205,9 @@ def certify_exact(ds: Dataset, alpha: Any = None) -> tuple[dict[str, Any], Exact
     from ..errors import InfeasibleError
 
     t0 = time.perf_counter()
+    if ds.batched:
+        raise InputError("derive kkt needs a single data set, got a batch")
+    check_size(ds)
     labels, D, Z, a = exact_data(ds, alpha)
     alpha_arg = None if alpha is None else np.asarray(alpha)
     external = None
@@ -176,7 +226,7 @@ def certify_exact(ds: Dataset, alpha: Any = None) -> tuple[dict[str, Any], Exact
             source = "attsvm.svm.certify_fro (support) + exact re-solve"
     if support is None:
         support = _float_active_set(ds, alpha_arg)
-    ex = solve_exact(labels, D, Z, support)
+    ex = solve_exact(labels, D, Z, support, d=ds.d)
     out = to_dict(ex, alpha=a, seconds=time.perf_counter() - t0)
     out["source"] = source
     if external is not None:

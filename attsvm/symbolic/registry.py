@@ -7,9 +7,6 @@ Every ``*.py`` in a folder (default :func:`default_dir`: ``proofs/derivations`` 
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
-import sys
 from pathlib import Path
 
 from ..errors import InputError
@@ -23,25 +20,12 @@ def default_dir() -> Path:
 
 
 def load_file(path: Path) -> list[DerivationSpec]:
-    """Load one derivation file and return its specs (an import failure is an InputError naming the file)."""
+    """Load one derivation file (:func:`attsvm.userfile.load_module`: an import failure is an InputError naming
+    the file) and return its specs."""
+    from ..userfile import load_module
+
     path = Path(path)
-    try:
-        key = hashlib.sha1(str(path.resolve()).encode() + path.read_bytes()).hexdigest()[:12]
-    except OSError as exc:
-        raise InputError(f"cannot read derivation file {path}: {exc.strerror}") from exc
-    modname = f"attsvm_derivations.{path.stem.replace('-', '_')}_{key}"
-    if modname in sys.modules:
-        mod = sys.modules[modname]
-    else:
-        spec = importlib.util.spec_from_file_location(modname, path)
-        if spec is None or spec.loader is None:
-            raise InputError(f"cannot load derivation file {path}")
-        mod = importlib.util.module_from_spec(spec)
-        try:
-            spec.loader.exec_module(mod)
-        except Exception as exc:
-            raise InputError(f"derivation file {path} failed to import: {type(exc).__name__}: {exc}") from exc
-        sys.modules[modname] = mod
+    mod = load_module(path, "derivation")
     found = [v for v in vars(mod).values() if isinstance(v, DerivationSpec)]
     return [DerivationSpec(s.name, s.title, s.claim, s.fn, str(path)) for s in found]
 

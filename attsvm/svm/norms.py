@@ -1,0 +1,50 @@
+r"""The norms the programs minimise, evaluated without overflow or underflow.
+
+Each is positively homogeneous, $\|2^{e}W\|=2^{e}\|W\|$, so it is evaluated on $W2^{-e}$ (largest entry in
+$[\frac12,1)$, an exact rescaling) and multiplied back: finite whenever the norm itself is a float64.
+
+* :func:`frobenius_norm` $\|W\|_F=(\sum_{ab}W_{ab}^2)^{1/2}$ (also the Euclidean norm of a vector),
+* :func:`nuclear_norm` $\|W\|_\star=\sum_k\sigma_k(W)$,
+* :func:`entrywise_norm` $\|W\|_q=(\sum_{ab}|W_{ab}|^q)^{1/q}$, $q>1$ ($q=\infty$: the largest entry).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _split(W: np.ndarray) -> tuple[np.ndarray, int]:
+    W = np.asarray(W, dtype=np.float64)
+    mx = float(np.max(np.abs(W), initial=0.0))
+    if mx == 0.0 or not np.isfinite(mx):
+        return W, 0
+    e = int(np.frexp(mx)[1])
+    return np.ldexp(W, -e), e
+
+
+def _back(x: float, e: int) -> float:
+    with np.errstate(over="ignore"):
+        return float(np.ldexp(x, e))
+
+
+def frobenius_norm(W: np.ndarray) -> float:
+    r"""$\|W\|_F$ (the Euclidean norm for a vector)."""
+    Ws, e = _split(W)
+    return _back(float(np.sqrt(np.sum(Ws * Ws))), e)
+
+
+def nuclear_norm(W: np.ndarray) -> float:
+    r"""$\|W\|_\star=\sum_k\sigma_k(W)$."""
+    Ws, e = _split(W)
+    return _back(float(np.linalg.svd(Ws, compute_uv=False).sum()), e)
+
+
+def entrywise_norm(W: np.ndarray, q: float) -> float:
+    r"""Entrywise $\|W\|_q=(\sum_{ab}|W_{ab}|^q)^{1/q}$ ($q=\infty$: $\max|W_{ab}|$)."""
+    a = np.abs(np.asarray(W, dtype=np.float64)).ravel()
+    s = float(a.max()) if a.size else 0.0
+    if s == 0:
+        return 0.0
+    if np.isinf(q):
+        return s
+    return float(s * np.sum((a / s) ** q) ** (1.0 / q))
