@@ -55,6 +55,14 @@ def run_cli(argv: list[str], cwd: Path, record: bool = True) -> tuple[int, str, 
     return rc, out.getvalue(), err.getvalue()
 
 
+def run_checked(argv: list[str], folder: Path, outputs: tuple[str, ...] = ()) -> tuple[int, str, str]:
+    """:func:`run_cli` in ``folder``, then :func:`assert_contract` on the result."""
+    before = {str(p.relative_to(folder)) for p in folder.rglob("*")}
+    rc, out, err = run_cli(argv, folder)
+    assert_contract(rc, out, err, before, folder, outputs)
+    return rc, out, err
+
+
 def _strict_json(text: str):
     def bad(tok):
         raise AssertionError(f"non-finite number {tok} in JSON output")
@@ -291,9 +299,7 @@ def test_solve_never_crashes(data):
         if norm == "fro" and data.draw(st.booleans()):
             argv.append("--certify")
         argv.append("--json")
-        before = {str(p.relative_to(folder)) for p in folder.rglob("*")}
-        rc, out, err = run_cli(argv, folder)
-        assert_contract(rc, out, err, before, folder)
+        rc, out, err = run_checked(argv, folder)
         if rc == 0:
             obj = _strict_json(out)
             sols = obj.get("solutions", [obj])
@@ -327,9 +333,7 @@ def test_gd_never_crashes(data):
         if rare():
             argv += ["--alpha", data.draw(st.sampled_from(["opt", "0,0,0", "1,0,2", "5", "x"]))]
         argv.append("--json")
-        before = {str(p.relative_to(folder)) for p in folder.rglob("*")}
-        rc, out, err = run_cli(argv, folder)
-        assert_contract(rc, out, err, before, folder)
+        rc, out, err = run_checked(argv, folder)
         if rc == 0:
             obj = _strict_json(out)
             for r in obj["runs"]:
@@ -364,9 +368,7 @@ def test_derive_kkt_never_crashes(data):
             argv += ["--latex", "afile/out.tex"]
         else:
             argv += ["--json"] if target == "json" else []
-        before = {str(p.relative_to(folder)) for p in folder.rglob("*")}
-        rc, out, err = run_cli(argv, folder)
-        assert_contract(rc, out, err, before, folder, outputs)
+        rc, out, err = run_checked(argv, folder, outputs)
         if rc == 0 and target == "json":
             assert _strict_json(out)["verified"] is True
 
@@ -426,9 +428,7 @@ def test_option_values_never_crash(data):
                 "markdown": ["softmax-jacobian", "--markdown", bad_path],
                 "golden": ["softmax-jacobian", "--update-golden", "--golden-dir", "afile"],
             }[bad]
-        before = {str(p.relative_to(folder)) for p in folder.rglob("*")}
-        rc, out, err = run_cli(argv, folder)
-        assert_contract(rc, out, err, before, folder)
+        rc, out, err = run_checked(argv, folder)
         assert rc == 2, (argv, rc, err)
 
 
@@ -503,8 +503,6 @@ def test_tampered_counterexample_is_refused(data, saved_counterexample):
         elif how == "npz_missing":
             (folder / js.name).write_text(json.dumps(obj))
             os.remove(folder / npz.name)
-        before = {str(p.relative_to(folder)) for p in folder.rglob("*")}
-        rc, out, err = run_cli(["check", str(claim), "--replay", npz.name, "--no-db"], folder)
-        assert_contract(rc, out, err, before, folder)
+        rc, out, err = run_checked(["check", str(claim), "--replay", npz.name, "--no-db"], folder)
         if how in ("json_bytes", "npz_bytes", "npz_missing", "json_missing"):
             assert rc == 2, (how, rc, err)

