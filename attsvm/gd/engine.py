@@ -411,8 +411,10 @@ def outputs_finite(P: Problem, fw) -> torch.Tensor:
     r"""(B,) bool: the outputs $u_i$ and the loss $\frac1N\sum_i\ell(u_i)$ are finite (fast: two reductions).
     A non-finite parameter always shows here: it makes every logit, hence $\log s$ and $u$, non-finite."""
     u = fw[1]
-    fmax = torch.finfo(u.dtype).max
-    return (u.abs().amax(-1) <= fmax) & (loss_value_t(u, P.loss).mean(-1).abs() <= fmax)  # NaN compares False
+    ok = torch.isfinite(u).all(-1)
+    if P.loss == "exponential":  # logistic log(1+e^{-u}) <= |u| + log 2 and correlation -u are finite with u
+        ok &= torch.isfinite(loss_value_t(u, P.loss).mean(-1))
+    return ok
 
 
 def nonfinite_code(P: Problem, th: dict[str, torch.Tensor], fw, dual: dict[str, torch.Tensor] | None) -> torch.Tensor:
