@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 import attsvm.svm.certificate as cert_mod
 from attsvm import generate
 from attsvm.svm import certify_fro, solve_fro
-from attsvm.svm.certificate import dyadic_integers
 from attsvm.tolerances import tol
 
 
@@ -52,10 +51,12 @@ def _exact_check(ds, cert) -> None:
                 assert m == 1
 
 
-def test_dyadic_integers_are_exact():
+def test_float_to_integers_is_exact():
+    from attsvm.svm.exact import to_integers
+
     x = np.random.default_rng(0).standard_normal(50) * np.logspace(-8, 3, 50)
-    xi, k = dyadic_integers(x)
-    assert all(Fraction(int(v), 2**k) == Fraction(float(f)) for v, f in zip(xi, x))
+    xi, e = to_integers(x)  # x == N 2^e exactly
+    assert all(Fraction(int(v)) * Fraction(2) ** e == Fraction(float(f)) for v, f in zip(xi, x))
 
 
 @given(small_case())

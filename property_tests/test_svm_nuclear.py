@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 
 from attsvm.generate import causal, centroid_infeasible, paper_law, sequence
 from attsvm.svm.constraints import build
+from attsvm.svm.exact import fmpz_matrix, pow2, to_integers
 from attsvm.svm.nuclear import solve_nuclear
-from attsvm.svm.spectral import dyadic, fmpz, pow2, prove_spectral_le_one
+from attsvm.svm.spectral import prove_spectral_le_one
 from attsvm.tolerances import tol
 
 
@@ -110,22 +111,22 @@ def test_infeasible_farkas():
 
 
 @given(st.lists(st.floats(-4, 4, allow_nan=False), min_size=1, max_size=12))
-def test_dyadic_is_exact(xs):
+def test_to_integers_is_exact(xs):
     a = np.array(xs)
-    N, e = dyadic(a)
+    N, e = to_integers(a)
     assert all(Fraction(int(n)) * pow2(e) == Fraction(x) for n, x in zip(N, xs))
 
 
 def test_spectral_proof_decides_both_ways():
     # ||diag(1, 1/2)||_2 = 1 is not strictly below 1; (1 - 2^-40) diag is; 1 + 2^-40 is not
     for top, want in ((1.0 - 2.0**-40, True), (1.0, False), (1.0 + 2.0**-40, False)):
-        N, e = dyadic(np.array([[top, 0.0], [0.0, 0.5]]))
-        assert prove_spectral_le_one(fmpz(N), e) is want
+        N, e = to_integers(np.array([[top, 0.0], [0.0, 0.5]]))
+        assert prove_spectral_le_one(fmpz_matrix(N), e) is want
     # a rotation times 0.999: norm 0.999 (independent: orthogonal matrix)
     th = 0.3
     R = 0.999 * np.array([[np.cos(th), -np.sin(th)], [np.sin(th), np.cos(th)]])
-    N, e = dyadic(R)
-    assert prove_spectral_le_one(fmpz(N), e)
+    N, e = to_integers(R)
+    assert prove_spectral_le_one(fmpz_matrix(N), e)
 
 
 def test_unproved_gap_reruns_the_path_tighter(monkeypatch):

@@ -61,13 +61,6 @@ def _check_outputs(args) -> None:
         check_output_dir(golden_dir(args.golden_dir), "--golden-dir" if args.golden_dir else "--update-golden")
 
 
-def _parse_alpha(text: str | None):
-    """``--alpha`` of ``derive kkt``: the same forms as ``attsvm solve`` (:func:`attsvm.selection.parse_alpha`)."""
-    from ..selection import parse_alpha
-
-    return parse_alpha(text)
-
-
 def golden_dir(arg: str | None = None) -> Path:
     from ..paths import proofs_dir
 
@@ -139,31 +132,19 @@ def _table(derivs, checked: bool) -> None:
         )
 
 
-def _short(q, width: int = 40) -> str:
-    """A rational string, abbreviated with its float value when long (the JSON keeps it exact)."""
-    if q is None:
-        return "none"
-    q = str(q)
-    if len(q) <= width:
-        return q
-    from fractions import Fraction
-
-    return f"{float(Fraction(q)):.17g} (exact: {len(q)} characters)"
-
-
 def _long(cert) -> bool:
     return any(len(str(q)) > 40 for _, _, q in cert["multipliers"])
 
 
 def _run_kkt(args) -> int:
     from ..errors import InputError
-    from ..selection import load_with_alpha
+    from ..selection import load_with_alpha, parse_alpha
     from ..symbolic.kkt_instance import certify_exact, derivation_of, display_rational
 
     if not args.data:
         raise InputError("derive kkt needs --data FILE")
     # --alpha becomes the data set's selection (ties then allowed, the same loader as 'attsvm solve')
-    ds = load_with_alpha(args.data, _parse_alpha(args.alpha))
+    ds = load_with_alpha(args.data, parse_alpha(args.alpha))
     cert, ex = certify_exact(ds, None)
     d = derivation_of(ex, alpha=cert.get("alpha"))
     d.verify()

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..data import Dataset
 from .constraints import Constraints
-from .exact import exact_features, fmpz_matrix, to_integers
+from .exact import exact_features, fmpz_matrix
 from .solution import SVMSolution
 from .support import gap_from, locally_optimal_from
 
@@ -170,13 +170,6 @@ def certify_enclosure(c: Constraints, Dint, Zint, sc: int, S: np.ndarray, marg_f
         out["seconds"] = time.perf_counter() - t0
         return out
     return dict(base, reason="repair budget exhausted", repairs=repairs, seconds=time.perf_counter() - t0)
-
-
-def dyadic_integers(a: np.ndarray) -> tuple[np.ndarray, int]:
-    r"""The exact integers $a\,2^k$ and $k$ (object array of Python ints, int): the same conversion as
-    :func:`attsvm.svm.exact.to_integers` (which returns $(N,e)$ with $a=N\,2^e$), seen with $k=-e$."""
-    N, e = to_integers(a)
-    return N, -e
 
 
 def _exact_margins(Dall, Zall: np.ndarray, DS, ZSint: np.ndarray, num: list) -> tuple[list, Any]:

@@ -1,7 +1,7 @@
 r"""Rigorous (exact rational) checks on binary floating-point data: spectral-norm bounds and PSD tests.
 
 Every float64 is a dyadic rational $m\,2^{e}$, so an array of floats equals an integer array times one
-power of two, $a=N\,2^{e}$ (:func:`dyadic`, i.e. :func:`attsvm.svm.exact.to_integers`). Products and sums of
+power of two, $a=N\,2^{e}$ (:func:`attsvm.svm.exact.to_integers`). Products and sums of
 such arrays are then computed exactly in integers (python-flint ``fmpz_mat``), and a symmetric integer matrix
 is proved positive definite by Sylvester's criterion: all leading principal minors $>0$, read off the diagonal
 of a fraction-free LU factorisation without row exchanges (:func:`is_positive_definite`).
@@ -18,19 +18,11 @@ from fractions import Fraction
 
 import numpy as np
 
-from .exact import fmpz_matrix, pow2, to_integers
-
-#: the one float -> integer converter (:func:`attsvm.svm.exact.to_integers`), under its historical name here
-dyadic = to_integers
-#: ``fmpz_mat`` from a 2-D integer object array (:func:`attsvm.svm.exact.fmpz_matrix`)
-fmpz = fmpz_matrix
+from .exact import fmpz_matrix
 
 __all__ = [
     "combine_exact",
-    "dyadic",
-    "fmpz",
     "is_positive_definite",
-    "pow2",
     "prove_spectral_le_one",
     "round_down",
     "round_up",
@@ -59,7 +51,7 @@ def combine_exact(Dn, Zn, lam_n: np.ndarray):
 
     ``Dn``, ``Zn``: object arrays (m, d) of ints; ``lam_n``: object array (m,) of ints."""
     DL = np.asarray(Dn, dtype=object) * np.asarray(lam_n, dtype=object)[:, None]
-    return fmpz(DL).transpose() * fmpz(Zn)
+    return fmpz_matrix(DL).transpose() * fmpz_matrix(Zn)
 
 
 def prove_spectral_le_one(N, e: int) -> bool:
