@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from .numerics import fro_norm_np
+from ..norms import frobenius_norm
 
 PARAMS = ("W", "KQ", "p", "vp")
 DEFAULT_SCALE = 0.1
@@ -117,13 +117,13 @@ def cone_init(target: np.ndarray, mu: float, R: float, seed: int = 0, depth: flo
         raise InputError("cone_init needs 0 <= mu <= 2, 0 <= depth <= 1 and R > 0")
     single = T.ndim == 2
     Tb = T[None] if single else T
-    nrm = fro_norm_np(Tb, axis=(-2, -1))[:, None, None]
+    nrm = frobenius_norm(Tb, axis=(-2, -1))[:, None, None]
     if np.any(nrm == 0):
         raise InputError("cone target is the zero matrix")
     That = Tb / nrm
     E = np.random.default_rng((seed, 0xC0DE)).standard_normal(Tb.shape)  # salted: not the target's own stream
     E = E - np.sum(E * That, axis=(-2, -1), keepdims=True) * That
-    E = E / fro_norm_np(E, axis=(-2, -1))[:, None, None]
+    E = E / frobenius_norm(E, axis=(-2, -1))[:, None, None]
     c = 1.0 - depth * mu
     W0 = R * (c * That + np.sqrt(max(0.0, 1.0 - c * c)) * E)
     return W0[0] if single else W0

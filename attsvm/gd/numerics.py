@@ -7,7 +7,8 @@ ranges), so a quantity is carried as $x=2^{e}\hat x$ with $\max|\hat x|\in[\tfra
 $\eta g$ computed from $\hat x$ is *bit-identical* to the unscaled computation wherever that one is
 representable, and stays finite and accurate where $\|g\|^2$ (or $g$ itself) would overflow or underflow.
 
-**Norms.** $\|x\|=m\,\|x/m\|$ with $m=2^{e}\ge\max|x|$ (:func:`fro_norm`, :func:`fro_norm_np`);
+**Norms.** $\|x\|=m\,\|x/m\|$ with $m=2^{e}\ge\max|x|$ (:func:`fro_norm`;
+numpy: :func:`attsvm.norms.frobenius_norm`);
 ``torch.linalg.vector_norm`` and ``numpy.linalg.norm`` square their entries and return ``inf`` / ``0`` for
 $\max|x|\gtrsim10^{154}$ / $\lesssim10^{-162}$.
 
@@ -34,12 +35,12 @@ import numpy as np
 import torch
 
 from ..errors import InputError
+from ..norms import frobenius_norm
 
 __all__ = [
     "IN_RANGE_BITS",
     "check_ranges",
     "fro_norm",
-    "fro_norm_np",
     "ldexp",
     "max_exponent",
     "normalise",
@@ -109,16 +110,6 @@ def fro_norm(x: torch.Tensor) -> torch.Tensor:
     return ldexp(torch.linalg.vector_norm(xh.flatten(1), dim=-1), e)
 
 
-def fro_norm_np(a: np.ndarray, axis=None) -> np.ndarray:
-    r"""Scale-safe Euclidean / Frobenius norm over ``axis`` (numpy): $m\|a/m\|$, $m=2^{e}\ge\max|a|$."""
-    a = np.asarray(a, dtype=np.float64)
-    m = np.max(np.abs(a), axis=axis, keepdims=True) if a.size else np.zeros((1,) * a.ndim)
-    e = np.frexp(m)[1]
-    out = np.sqrt(np.sum(np.square(np.ldexp(a, -e)), axis=axis, keepdims=True))
-    out = np.ldexp(out, e)
-    return np.squeeze(out, axis=axis) if axis is not None else out.reshape(())
-
-
 def range_scaled(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     r"""$(\hat x, e)$, $x=2^{e}\hat x$: $x$ itself and $e=0$ when every data set's $\max|x|$ lies within
     $2^{\pm}$:data:`IN_RANGE_BITS` (no copy), else the exact power-of-two rescaling (one check at set-up)."""
@@ -180,10 +171,10 @@ def check_ranges(
         if np.any(big > fmax):
             b = int(np.argmax(big > fmax))
             raise InputError(f"field {name!r}{where(b)}: entries up to {big[b]:.3g} exceed the {dtype} range")
-    xn = np.max(fro_norm_np(X, axis=-1).reshape(B, -1), axis=-1)  # max_it |x_it|
-    zn = np.max(fro_norm_np(Z, axis=-1).reshape(B, -1), axis=-1)  # max_i |z_i|
-    vn = fro_norm_np(v, axis=-1)
-    n0 = {k: fro_norm_np(a.reshape(B, -1), axis=-1) for k, a in init.items()}
+    xn = np.max(frobenius_norm(X, axis=-1).reshape(B, -1), axis=-1)  # max_it |x_it|
+    zn = np.max(frobenius_norm(Z, axis=-1).reshape(B, -1), axis=-1)  # max_i |z_i|
+    vn = frobenius_norm(v, axis=-1)
+    n0 = {k: frobenius_norm(a.reshape(B, -1), axis=-1) for k, a in init.items()}
     # log R per factor: log(||theta_0|| + lr*steps) for ngd, without forming lr*steps (it may overflow)
     lgrow = _log(lr) + math.log(steps) if (algo == "ngd" and steps > 0) else np.full(B, -np.inf)
     lR = {k: np.logaddexp(_log(n0[k]), lgrow) for k in n0}
@@ -238,7 +229,7 @@ def check_ranges(
         kind, par = head
         if kind == "relu":
             V = np.asarray(par.detach().cpu().numpy() if isinstance(par, torch.Tensor) else par, dtype=np.float64)
-            Vn = fro_norm_np(V.reshape(V.shape[0], -1), axis=-1) * math.sqrt(V.shape[-1])
+            Vn = frobenius_norm(V.reshape(V.shape[0], -1), axis=-1) * math.sqrt(V.shape[-1])
             refuse(
                 _log(xn) + _log(Vn),
                 "head V{w}: the ReLU head cannot be represented in {dt}: sqrt(d')*||V||*max|x_it| = {val} > {lim}",

@@ -39,7 +39,7 @@ import numpy as np
 
 from ..data import Dataset
 from ..model import Arrays, log_softmax, logits, scores, smoothness_constant
-from .numerics import fro_norm_np
+from ..norms import frobenius_norm
 
 __all__ = ["LogGrad", "log_gradient", "RefRun", "ngd_reference", "gd_reference"]
 
@@ -119,7 +119,7 @@ def _run(ds: Dataset, W0: np.ndarray, steps: int, record_every: int, update) -> 
         lg = log_gradient(A, W)
         if k % record_every == 0 or k == steps:
             rec["k"].append(k)
-            rec["norm"].append(fro_norm_np(W, axis=(-2, -1)))
+            rec["norm"].append(frobenius_norm(W, axis=(-2, -1)))
             rec["ls"].append(lg.log_s)
             rec["sh"].append(lg.log_share)
             rec["W"].append(W.copy())
@@ -135,7 +135,7 @@ def ngd_reference(ds: Dataset, W0: np.ndarray, steps: int, lr: float = 0.1, reco
     (scale-safe norm)."""
 
     def upd(W, lg):
-        nrm = fro_norm_np(lg.G, axis=(-2, -1))[..., None, None]
+        nrm = frobenius_norm(lg.G, axis=(-2, -1))[..., None, None]
         return W - lr * lg.G / np.where(nrm > 0, nrm, 1.0)
 
     return _run(ds, W0, steps, record_every, upd)

@@ -30,11 +30,12 @@ import torch
 
 from ..data import Dataset
 from ..errors import InputError
+from ..norms import frobenius_norm
 from .algorithms import Problem, W_of, forward, scaled_gradients
 from .engine import device_of, dtype_of, head_of
 from .init import initial_params
 from .model_torch import LOSSES, TorchData, loss_value_t
-from .numerics import check_ranges, fro_norm, fro_norm_np
+from .numerics import check_ranges, fro_norm
 from .trajectory import summaries
 
 
@@ -138,7 +139,7 @@ def regularization_path(
             tgt = np.broadcast_to(tgt, (B0, *shape))
         if tgt.shape != (B0, *shape) or not np.all(np.isfinite(tgt)) or not 0.0 <= mu <= 1.0:
             raise InputError(f"cone target must be finite with shape {shape} or {(B0, *shape)}, and 0 <= mu <= 1")
-        nt = fro_norm_np(tgt.reshape(B0, -1), axis=-1)
+        nt = frobenius_norm(tgt.reshape(B0, -1), axis=-1)
         if np.any(nt == 0):
             raise InputError("cone target is zero")
         that = torch.as_tensor(tgt / nt.reshape(B0, *([1] * len(shape))), dtype=dt, device=dev)

@@ -27,7 +27,7 @@ Module layers (``LAYERS``, lowest first): a module imports only modules of stric
 level (no function-level imports inside the package), and no private names (``property_tests/test_svm_robust.py``
 checks both)::
 
-    0  blas  budget  constraints  cvx  norms  primal  support      (no imports inside the package)
+    0  blas  budget  constraints  cvx  primal  support             (no imports inside the package)
     1  dual  exact  reference  solution                            working-set dual; exact integers; cvxpy; result
     2  spectral                                                    exact spectral-norm / PSD proofs
     3  scaling                                                     exact power-of-two rescaling
@@ -56,7 +56,7 @@ PROGRAMS = ("attsvm", "gensvm", "seq", "causal", "prompt", "head", "relaxed")
 
 #: the import layers of the package (module docstring), lowest first
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("blas", "budget", "constraints", "cvx", "norms", "primal", "support"),
+    ("blas", "budget", "constraints", "cvx", "primal", "support"),
     ("dual", "exact", "reference", "solution"),
     ("spectral",),
     ("scaling",),

@@ -15,20 +15,20 @@ import numpy as np
 
 from ..data import Dataset
 from ..errors import InputError, SolverError
+from ..norms import entrywise_norm
 from ..tolerances import tol
 from .budget import estimate, require
 from .constraints import build
 from .cvx import margins_expr, solve
 from .dual import solve_dual
 from .farkas import farkas_from_ray, proved_infeasible, zero_feature_certificate
-from .norms import entrywise_norm
 from .scaling import normalised, unscale_solution
 from .solution import SVMSolution
 
 #: above this many constraints, infeasibility is first decided by the Frobenius dual (feasibility is norm-free)
 LARGE = 200
 
-#: entrywise $\|W\|_q$ (:func:`attsvm.svm.norms.entrywise_norm`)
+#: entrywise $\|W\|_q$ (:func:`attsvm.norms.entrywise_norm`)
 lq_norm = entrywise_norm
 
 

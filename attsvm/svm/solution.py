@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from ..norms import entrywise_norm, frobenius_norm, nuclear_norm
 from ..serial import jsonable
-from .norms import entrywise_norm, frobenius_norm, nuclear_norm
 
 #: ``objective`` of each program (the optimal value of the program as it is solved; = the dual value)
 OBJECTIVE_FORMULAS = {

@@ -1,14 +1,19 @@
-r"""The norms the programs minimise, evaluated without overflow or underflow.
+r"""Scale-safe norms (numpy): the norms the programs minimise and GD reports, without overflow or underflow.
 
 Each is positively homogeneous, $\|2^{e}W\|=2^{e}\|W\|$, so it is evaluated on $W2^{-e}$ (largest entry in
-$[\frac12,1)$, an exact rescaling) and multiplied back: finite whenever the norm itself is a float64.
+$[\frac12,1)$, an exact rescaling) and multiplied back: finite whenever the norm itself is a float64
+(``numpy.linalg.norm`` squares its entries: ``inf`` / ``0`` for $\max|W|\gtrsim10^{154}$ / $\lesssim10^{-162}$).
+The torch counterpart for batched GD is :func:`attsvm.gd.numerics.fro_norm`.
 
-* :func:`frobenius_norm` $\|W\|_F=(\sum_{ab}W_{ab}^2)^{1/2}$ (also the Euclidean norm of a vector),
+* :func:`frobenius_norm` $\|W\|_F=(\sum_{ab}W_{ab}^2)^{1/2}$ (the Euclidean norm of a vector; over ``axis``
+  for batches),
 * :func:`nuclear_norm` $\|W\|_\star=\sum_k\sigma_k(W)$,
 * :func:`entrywise_norm` $\|W\|_q=(\sum_{ab}|W_{ab}|^q)^{1/q}$, $q>1$ ($q=\infty$: the largest entry).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
@@ -27,10 +32,19 @@ def _back(x: float, e: int) -> float:
         return float(np.ldexp(x, e))
 
 
-def frobenius_norm(W: np.ndarray) -> float:
-    r"""$\|W\|_F$ (the Euclidean norm for a vector)."""
-    Ws, e = _split(W)
-    return _back(float(np.sqrt(np.sum(Ws * Ws))), e)
+def frobenius_norm(W: np.ndarray, axis: int | tuple[int, ...] | None = None) -> Any:
+    r"""$\|W\|_F$ over all entries (a float), or over ``axis`` (an array: one norm per remaining index),
+    each rescaled by its own power of two $2^{e}\ge\max|W|$."""
+    if axis is None:
+        Ws, e = _split(W)
+        return _back(float(np.sqrt(np.sum(Ws * Ws))), e)
+    a = np.asarray(W, dtype=np.float64)
+    m = np.max(np.abs(a), axis=axis, keepdims=True) if a.size else np.zeros((1,) * a.ndim)
+    e = np.frexp(m)[1]
+    out = np.sqrt(np.sum(np.square(np.ldexp(a, -e)), axis=axis, keepdims=True))
+    with np.errstate(over="ignore"):
+        out = np.ldexp(out, e)
+    return np.squeeze(out, axis=axis)
 
 
 def nuclear_norm(W: np.ndarray) -> float:
