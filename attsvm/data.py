@@ -187,8 +187,8 @@ class Dataset:
         if alpha is None and np.any(tied):
             idx = tuple(int(j) for j in np.argwhere(tied)[0])
             raise InputError(
-                f"tie for the optimal token at index {idx} (equal scores); pass an explicit selection "
-                "(field 'alpha', or --alpha at the command line)"
+                f"tie for the optimal token at index {idx} (equal scores); pass --alpha SEL at the command line "
+                "(or the field 'alpha') to name the selection"
             )
         if alpha is None:
             _warn_near_tie(gam, self.visible, scale)
@@ -400,8 +400,33 @@ def _warn_near_tie(gam: np.ndarray, visible: np.ndarray | None, scale: np.ndarra
 _FIELDS = {"X", "Y", "Z", "v", "alpha", "kind", "query_index"}
 
 
-def from_mapping(m: dict[str, Any], source: str = "input") -> Dataset:
-    """Build a data set from a mapping of field names (as in a .npz or .json file)."""
+def shape_selection(alpha: Any, xshape: tuple[int, ...], kind: str, Z: Any = None) -> np.ndarray:
+    """A flat selection (row-major token indices) in the alpha shape of data whose ``X`` has shape ``xshape``:
+    ``(n,)``, ``(n, K)`` for sequence/causal data, with a leading batch axis for a batch (one selection for every
+    item, or one per item)."""
+    lead = tuple(xshape[:-3])
+    n, T = xshape[-3], xshape[-2]
+    if kind == "causal":
+        K: int | None = T
+    elif Z is not None and np.ndim(Z) == len(lead) + 3:
+        K = int(np.shape(Z)[-2])
+    else:
+        K = None
+    shape = (n,) if K is None else (n, K)
+    size = int(np.prod(shape))
+    alpha = np.asarray(alpha, dtype=np.int64)
+    if alpha.size == size:
+        a = alpha.reshape(shape)
+        return np.broadcast_to(a, (*lead, *shape)).copy() if lead else a
+    if lead and alpha.size == int(np.prod((*lead, *shape))):
+        return alpha.reshape((*lead, *shape))
+    raise InputError(f"--alpha: expected {size} token indices, got {alpha.size}")
+
+
+def from_mapping(m: dict[str, Any], source: str = "input", alpha: Any = None) -> Dataset:
+    """Build a data set from a mapping of field names (as in a .npz or .json file). ``alpha``: an explicit flat
+    selection (:func:`shape_selection`) that replaces the file's own; then a tie for the optimal token is
+    allowed (the selection is named, so the tie does not decide anything)."""
     unknown = set(m) - _FIELDS
     if unknown:
         raise InputError(f"{source}: unknown field {sorted(unknown)[0]!r}")
@@ -419,11 +444,19 @@ def from_mapping(m: dict[str, Any], source: str = "input") -> Dataset:
         qi = int(np.asarray(q)) if q is not None else 0
     except (TypeError, ValueError) as exc:
         raise InputError(f"{source}: field 'query_index' is not an integer") from exc
-    return Dataset(m["X"], m["Y"], m.get("Z"), m["v"], m.get("alpha"), kind, qi)
+    sel = m.get("alpha")
+    if alpha is not None:
+        try:
+            xshape = np.shape(m["X"])
+        except ValueError:  # a ragged X: the data set's own validation names it
+            xshape = ()
+        sel = shape_selection(alpha, xshape, kind, m.get("Z")) if len(xshape) in (3, 4) else alpha
+    return Dataset(m["X"], m["Y"], m.get("Z"), m["v"], sel, kind, qi)
 
 
-def load(path: str | os.PathLike) -> Dataset:
-    """Load a data set from ``.npz`` (``allow_pickle=False``) or ``.json``; one-line errors."""
+def load(path: str | os.PathLike, alpha: Any = None) -> Dataset:
+    """Load a data set from ``.npz`` (``allow_pickle=False``) or ``.json``; one-line errors. ``alpha``: an
+    explicit flat selection replacing the file's own (:func:`from_mapping`)."""
     p = Path(path)
     if not p.exists():
         raise InputError(f"{p}: no such file")
@@ -438,7 +471,7 @@ def load(path: str | os.PathLike) -> Dataset:
             raise InputError(f"{p}: not valid JSON ({exc.__class__.__name__})") from exc
         if not isinstance(raw, dict):
             raise InputError(f"{p}: expected a JSON object with fields X, Y, Z, v")
-        return from_mapping(raw, str(p))
+        return from_mapping(raw, str(p), alpha)
     with open(p, "rb") as fh:
         magic = fh.read(4)
     if magic != b"PK\x03\x04":
@@ -452,7 +485,7 @@ def load(path: str | os.PathLike) -> Dataset:
         raise InputError(f"{p}: cannot read .npz ({str(exc).splitlines()[0]})") from exc
     except Exception as exc:  # zipfile.BadZipFile, OSError, EOFError, ...
         raise InputError(f"{p}: not a valid .npz file") from exc
-    return from_mapping(m, str(p))
+    return from_mapping(m, str(p), alpha)
 
 
 def save(ds: Dataset, path: str | os.PathLike) -> Path:

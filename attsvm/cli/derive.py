@@ -137,14 +137,15 @@ def _long(cert) -> bool:
 
 
 def _run_kkt(args) -> int:
+    from ..data import load
     from ..errors import InputError
-    from ..selection import load_with_alpha, parse_alpha
+    from ..selection import parse_alpha
     from ..symbolic.kkt_instance import certify_exact, derivation_of, display_rational
 
     if not args.data:
         raise InputError("derive kkt needs --data FILE")
     # --alpha becomes the data set's selection (ties then allowed, the same loader as 'attsvm solve')
-    ds = load_with_alpha(args.data, parse_alpha(args.alpha))
+    ds = load(args.data, parse_alpha(args.alpha))
     cert, ex = certify_exact(ds, None)
     d = derivation_of(ex, alpha=cert.get("alpha"))
     d.verify()

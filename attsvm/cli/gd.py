@@ -6,7 +6,7 @@ A batch file (leading axis B) runs all its data sets concurrently; ``--json`` pr
 with ``--record-every``). Every number printed is finite (a non-finite value would be ``null``).
 
 ``--alpha SEL`` names the target selection, as ``attsvm solve --alpha`` (:func:`attsvm.selection.parse_alpha`,
-also exported as ``attsvm.cli.solve.parse_alpha``; loading by :func:`attsvm.selection.load_with_alpha`):
+also exported as ``attsvm.cli.solve.parse_alpha``; loading by :func:`attsvm.data.load` with that selection):
 ``opt`` (the file's ``alpha`` if any, else the optimal tokens), ``i0,i1,...`` (one token per input; n*K for
 sequence/causal data, row-major; broadcast over a batch, or B*n of them) or a ``.npy``/``.txt``/``.json`` file.
 It also admits data with a tie for the optimal token (without it a tie is bad input, and the message says to
@@ -100,24 +100,6 @@ def _num(x: Any) -> float | None:
     return x if np.isfinite(x) else None
 
 
-def _load(path: str, alpha: np.ndarray | None):
-    """Load as ``attsvm solve`` does (:func:`attsvm.selection.load_with_alpha`: with ``--alpha`` a tie for the
-    optimal token is admitted); without ``--alpha`` a tie is bad input whose message says to pass it."""
-    from ..errors import InputError
-    from ..selection import load_with_alpha
-
-    try:
-        return load_with_alpha(path, alpha)
-    except InputError as exc:
-        msg = str(exc)
-        if alpha is not None or "tie for the optimal token" not in msg:
-            raise
-        head = msg.split("; pass")[0]
-        raise InputError(
-            f"{head}; pass --alpha SEL (opt | i0,i1,... | FILE, one token per input) to name the GD target"
-        ) from exc
-
-
 def _nonfinite_line(res) -> str | None:
     """One line naming every run that stopped ``non-finite`` (at most 5 listed), or None."""
     bad = [b for b in range(res.B) if res.stop_reason[b] == "non-finite"]
@@ -142,12 +124,13 @@ def _tolist(a):
 
 def run(args: argparse.Namespace) -> int:
     """Run ``attsvm gd`` (module docstring): print the runs; return 0, or 1 when a run stopped non-finite."""
+    from ..data import load
     from ..errors import InputError
     from ..gd import run as gd_run
     from ..selection import parse_alpha
 
     alpha = parse_alpha(args.alpha)
-    ds = _load(args.data, alpha)
+    ds = load(args.data, alpha)
     if args.steps < 0:
         raise InputError(f"--steps must be non-negative, got {args.steps}")
     if args.record_every is not None and args.record_every < 1:

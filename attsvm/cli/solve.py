@@ -21,7 +21,7 @@ import sys
 
 import numpy as np
 
-from ..selection import load_with_alpha, parse_alpha
+from ..selection import parse_alpha
 
 __all__ = ["add_parser", "parse_alpha", "run"]
 
@@ -46,9 +46,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..data import load
     from ..svm import solve
 
-    ds = load_with_alpha(args.data, parse_alpha(args.alpha))
+    ds = load(args.data, parse_alpha(args.alpha))
     items = list(ds) if ds.batched else [ds]
     sols = [solve(it, None, args.norm, args.program, args.q, args.certify) for it in items]
     infeasible = any(s.status != "optimal" for s in sols)
