@@ -95,7 +95,7 @@ class FlatView:
     query: np.ndarray
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Dataset:
     r"""An immutable, validated attention data set (or a batch of them, leading axis B).
 
@@ -265,6 +265,12 @@ class Dataset:
         return self._opt
 
     @property
+    def tied(self) -> np.ndarray:
+        r"""Bool, shape of ``opt``: the highest visible score $\max_t\gamma_{it}$ is shared by two or more tokens
+        (then $\mathrm{opt}_i$ is not defined; only data with an explicit ``alpha`` can have such rows)."""
+        return _argmax_unique(self._unit_scores()[0], self.visible)[1]
+
+    @property
     def selection(self) -> np.ndarray:
         """``alpha`` if given, else ``opt``."""
         return self.alpha if self.alpha is not None else self._opt
@@ -352,6 +358,45 @@ class Dataset:
         """Write ``.npz`` (default) or ``.json`` atomically (nothing half-written on failure)."""
         return save(self, path)
 
+    # ------------------------------------------------------------------ display
+    def _sizes(self) -> str:
+        lead = f"B={self.batch_size}, " if self.batched else ""
+        k = f", K={self.K}" if self.K is not None else ""
+        return f"{lead}n={self.n}, T={self.T}, d={self.d}{k}"
+
+    def __repr__(self) -> str:
+        sel = "opt" if self.alpha is None else "alpha"
+        return f"Dataset(kind={self.kind!r}, {self._sizes()}, selection={sel})"
+
+    def _repr_html_(self) -> str:
+        r"""Kind and sizes, labels, the selection (and $\mathrm{opt}$), the score gaps
+        $\gamma_{i,\mathrm{opt}_i}-\max_{t\ne\mathrm{opt}_i}\gamma_{it}$, and the first inputs as tables (of item 0
+        for a batch)."""
+        from . import html
+        from .tables import Math, input_tables, label, vector_math
+
+        one = self[0] if self.batched else self
+        y = np.asarray(self.Y)
+        gaps = score_gap(np.asarray(one.scores), one.visible)
+        sel = np.asarray(one.selection)
+        differs = int(np.sum(np.any((sel != one.opt).reshape(one.n, -1), axis=-1)))
+        fields = [
+            ("sizes", self._sizes()),
+            ("labels", f"{int(np.sum(y > 0))} x (+1), {int(np.sum(y < 0))} x (-1)"),
+            ("selection", "opt (the highest-scoring tokens)" if self.alpha is None else "explicit alpha"),
+            ("alpha" if self.alpha is not None else "opt", Math(vector_math(sel, 4, 8))),
+            ("alpha = opt", None if self.alpha is None else ("yes" if not differs else f"no, at {differs} inputs")),
+            ("score gaps", Math(vector_math(gaps, 4, 6))),
+            ("head", Math(label("v") + "=" + vector_math(one.v, 4, 6))),
+        ]
+        if self.kind == "self":
+            fields.append(("query index", self.query_index))
+        what = "inputs 0-1" if one.n > 1 else "input 0"
+        head = f"{what} of item 0 of the batch" if self.batched else what
+        sections = [(head, html.data_tables(input_tables(one, inputs=2, digits=4)))]
+        title = f"{self.kind} data" + (f", a batch of {self.batch_size}" if self.batched else "")
+        return html.card("Dataset", title, fields, sections)
+
 
 def _argmax_unique(gam: np.ndarray, visible: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
     g = gam if visible is None else np.where(visible, gam, -np.inf)
@@ -400,10 +445,10 @@ def _warn_near_tie(gam: np.ndarray, visible: np.ndarray | None, scale: np.ndarra
 _FIELDS = {"X", "Y", "Z", "v", "alpha", "kind", "query_index"}
 
 
-def shape_selection(alpha: Any, xshape: tuple[int, ...], kind: str, Z: Any = None) -> np.ndarray:
+def shape_selection(alpha: Any, xshape: tuple[int, ...], kind: str, Z: Any = None, flag: str = "--alpha") -> np.ndarray:
     """A flat selection (row-major token indices) in the alpha shape of data whose ``X`` has shape ``xshape``:
     ``(n,)``, ``(n, K)`` for sequence/causal data, with a leading batch axis for a batch (one selection for every
-    item, or one per item)."""
+    item, or one per item). A wrong count is an InputError naming the option ``flag``."""
     lead = tuple(xshape[:-3])
     n, T = xshape[-3], xshape[-2]
     if kind == "causal":
@@ -420,7 +465,7 @@ def shape_selection(alpha: Any, xshape: tuple[int, ...], kind: str, Z: Any = Non
         return np.broadcast_to(a, (*lead, *shape)).copy() if lead else a
     if lead and alpha.size == int(np.prod((*lead, *shape))):
         return alpha.reshape((*lead, *shape))
-    raise InputError(f"--alpha: expected {size} token indices, got {alpha.size}")
+    raise InputError(f"{flag}: expected {size} token indices, got {alpha.size}")
 
 
 def from_mapping(m: dict[str, Any], source: str = "input", alpha: Any = None) -> Dataset:

@@ -1,4 +1,4 @@
-r"""Runner for the experiment specs of ``numerics/`` (THEORY §4): discovery, progress, manifests, figures.
+r"""Runner for the experiment specs of ``numerics/`` (THEORY §4): discovery, progress, manifests, output files.
 
 A *spec* is a Python file ``numerics/<name>.py`` (discovered by path, as pytest discovers test files;
 default folder :func:`attsvm.paths.numerics_dir`) defining
@@ -9,15 +9,19 @@ default folder :func:`attsvm.paths.numerics_dir`) defining
 ``SIZES``       ``{"full": {...}, "smoke": {...}}`` — keyword sizes; ``SIZES[...]["seeds"]`` is the number of
                 independent runs (what ``--seeds N`` overrides)
 ``run(ctx)``    computes the numbers; returns a JSON-serialisable dict (it is ``NAME.json``)
-``plot(res)``   returns a matplotlib ``Figure`` built from that dict alone (it is ``NAME.png``)
+``plot(res)``   returns a matplotlib ``Figure`` built from that dict alone (``NAME.png``, ``NAME.pdf``, ...)
 ``check(res)``  the qualitative claims of the paper as a list of failure messages (empty: all hold)
+``caption(res)`` the figure's caption (Markdown) written from that dict alone: what every line, marker, band
+                and error bar shows, and the seeds, steps and sizes actually run. Required for the built-in
+                specs (:data:`NAMES`); a user spec without it gets a generic caption from ``TITLE``
 ==============  ==========================================================================================
 
-:func:`reproduce` writes ``DIR/NAME.json``, ``DIR/NAME.png`` and ``DIR/NAME.manifest.json`` (package
-versions, device, seeds, git revision, wall time) atomically: nothing is half-written on failure.
-
-Figure helpers (:func:`band`, :func:`new_figure`, :func:`save_figure`) draw the paper's kind of figure:
-mean $\pm$ one standard deviation over runs, log scales where the paper uses them.
+:func:`reproduce` writes, into ``DIR``, the figure in every requested format (:data:`attsvm.figures.FORMATS`;
+default PNG at 200 dpi and PDF), ``NAME.caption.md``, ``NAME.json`` and ``NAME.manifest.json`` (package
+versions, device, seeds, git revision, wall time, the figure files with format and dpi), all or none: nothing
+is half-written on failure. The figure is drawn and saved in the one publication style of
+:mod:`attsvm.figures` (which also has the figure helpers :func:`~attsvm.figures.band`,
+:func:`~attsvm.figures.new_figure`, ...).
 """
 
 from __future__ import annotations
@@ -41,13 +45,15 @@ from typing import Any
 
 import numpy as np
 
-from . import outputs
+from . import figures, outputs
 from .errors import InputError
+from .progress import Progress
 from .serial import jsonable as _jsonable
 from .userfile import load_module
 
 NAMES = ("visual", "rank", "local", "gensvm", "overparam", "prompt", "joint", "mirror", "causal")
 _REQUIRED = ("TITLE", "SIZES", "run", "plot", "check")
+_REQUIRED_BUILTIN = (*_REQUIRED, "caption")  # a spec named like a built-in one meets the built-ins' contract
 _PACKAGES = ("attsvm", "numpy", "scipy", "torch", "cvxpy", "clarabel", "matplotlib", "sympy", "mpmath")
 
 
@@ -73,47 +79,10 @@ def load_spec(name: str, folder: str | os.PathLike | None = None) -> ModuleType:
         raise InputError(f"unknown experiment {name!r} (known: {', '.join(sorted(specs)) or 'none'})")
     path = specs[name]
     mod = load_module(path, "experiment spec")
-    missing = [k for k in _REQUIRED if not hasattr(mod, k)]
+    missing = [k for k in (_REQUIRED_BUILTIN if name in NAMES else _REQUIRED) if not hasattr(mod, k)]
     if missing:
         raise InputError(f"{path}: experiment spec lacks {', '.join(missing)}")
     return mod
-
-
-# ---------------------------------------------------------------------------------------------- progress
-class Progress:
-    """A progress display on stderr: one rewritten line on a terminal, a line per ~10% otherwise."""
-
-    def __init__(self, name: str, enabled: bool = True, stream=None):
-        self.name = name
-        self.enabled = enabled
-        self.stream = stream if stream is not None else sys.stderr
-        self._tty = bool(getattr(self.stream, "isatty", lambda: False)())
-        self._t0 = time.perf_counter()
-        self._last_decile: dict[str, int] = {}
-
-    def update(self, stage: str, done: int, total: int) -> None:
-        """Report ``done`` of ``total`` units of ``stage``."""
-        if not self.enabled:
-            return
-        total = max(int(total), 1)
-        frac = min(max(done / total, 0.0), 1.0)
-        msg = f"[{self.name}] {stage}: {done}/{total} ({100 * frac:3.0f}%) {time.perf_counter() - self._t0:6.1f}s"
-        if self._tty:
-            self.stream.write("\r\033[K" + msg + ("\n" if done >= total else ""))
-        else:
-            dec = int(frac * 10)
-            if self._last_decile.get(stage) == dec and done < total:
-                return
-            self._last_decile[stage] = dec
-            self.stream.write(msg + "\n")
-        self.stream.flush()
-
-    def note(self, text: str) -> None:
-        if self.enabled:
-            if self._tty:
-                self.stream.write("\r\033[K")
-            self.stream.write(f"[{self.name}] {text}\n")
-            self.stream.flush()
 
 
 # ---------------------------------------------------------------------------------------------- workers
@@ -241,9 +210,15 @@ def device_info(device: str) -> dict[str, Any]:
 
 
 def manifest(
-    name: str, ctx: Context, wall_s: float, spec_path: Path, argv: Sequence[str] | None = None
+    name: str,
+    ctx: Context,
+    wall_s: float,
+    spec_path: Path,
+    argv: Sequence[str] | None = None,
+    figure_files: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Any]:
-    """The provenance record written next to every result."""
+    """The provenance record written next to every result; ``figure_files`` are the records of
+    :func:`attsvm.figures.save_figure` (file, format, dpi, size)."""
     return {
         "experiment": name,
         "spec": str(spec_path),
@@ -263,6 +238,8 @@ def manifest(
         "timings_s": {k: round(v, 3) for k, v in ctx.timings.items()},
         "solver_failures": {k: {"count": len(v), "first": v[:3]} for k, v in ctx.errors.items()},
         "argv": list(argv) if argv is not None else sys.argv,
+        "figures": list(figure_files),
+        "caption": f"{name}.caption.md",
     }
 
 
@@ -270,69 +247,6 @@ def manifest(
 def jsonable(x: Any) -> Any:
     """Numpy arrays/scalars to lists/numbers; non-finite floats to None (strict JSON)."""
     return _jsonable(x, nonfinite="null")
-
-
-# ---------------------------------------------------------------------------------------------- figures
-def new_figure(ncols: int = 1, nrows: int = 1, width: float = 4.0, height: float = 3.2):
-    """A matplotlib (Agg) figure with an ``(nrows, ncols)`` array of axes."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False)
-    return fig, axes
-
-
-def band_stats(runs, log: bool = False) -> dict[str, list]:
-    """Mean $\\pm$ one std over runs of ``runs`` (R, B) (NaNs ignored): ``{"mean", "lo", "hi"}`` of length R.
-
-    With ``log`` the statistics are taken of $\\log_{10}$ (geometric mean and std), as for $1-\\mathrm{corr}$."""
-    y = np.asarray(runs, dtype=float)
-    if y.ndim == 1:
-        y = y[:, None]
-    with np.errstate(all="ignore"), _quiet_nanwarnings():
-        if log:
-            ly = np.log10(np.clip(y, 1e-300, None))
-            m, s = np.nanmean(ly, axis=1), np.nanstd(ly, axis=1)
-            mean, lo, hi = 10**m, 10 ** (m - s), 10 ** (m + s)
-        else:
-            mean, s = np.nanmean(y, axis=1), np.nanstd(y, axis=1)
-            lo, hi = mean - s, mean + s
-    return {"mean": jsonable(mean), "lo": jsonable(lo), "hi": jsonable(hi)}
-
-
-def band(ax, x, stats: dict[str, list], label: str | None = None, color=None, logy: bool = False, **kw):
-    """Draw a :func:`band_stats` band (line = mean, shade = mean $\\pm$ std); log y-axis with ``logy``."""
-    f = lambda a: np.array([np.nan if v is None else v for v in a], dtype=float)  # noqa: E731
-    x = np.asarray(x, dtype=float)
-    (line,) = ax.plot(x, f(stats["mean"]), label=label, color=color, **kw)
-    ax.fill_between(x, f(stats["lo"]), f(stats["hi"]), color=line.get_color(), alpha=0.2, linewidth=0)
-    if logy:
-        ax.set_yscale("log")
-    return line
-
-
-@contextlib.contextmanager
-def _quiet_nanwarnings():
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        yield
-
-
-def save_figure(fig, path: str | os.PathLike, dpi: int = 80) -> Path:
-    """Write ``fig`` as a small PNG atomically (:func:`attsvm.outputs.write_bytes`) and close it."""
-    import io
-
-    import matplotlib.pyplot as plt
-
-    buf = io.BytesIO()
-    fig.tight_layout()
-    fig.savefig(buf, format="png", dpi=dpi)
-    plt.close(fig)
-    return outputs.write_bytes(path, buf.getvalue())
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -397,23 +311,46 @@ def sizes_of(mod: ModuleType, smoke: bool, seeds: int | None) -> dict[str, Any]:
     return size
 
 
-def output_files(name: str, out: str | os.PathLike) -> dict[str, str]:
-    """The files :func:`reproduce` writes for experiment ``name`` into the folder ``out``."""
+def output_files(
+    name: str, out: str | os.PathLike, formats: str | Iterable[str] = figures.DEFAULT_FORMATS
+) -> dict[str, str]:
+    """The files :func:`reproduce` writes for experiment ``name`` into the folder ``out``: one figure per
+    format (keys ``"png"``, ``"pdf"``, ``"svg"`` as requested, in that order), ``"caption"``, ``"json"``,
+    ``"manifest"``."""
     outdir = Path(out)
-    return {
-        "png": str(outdir / f"{name}.png"),
-        "json": str(outdir / f"{name}.json"),
-        "manifest": str(outdir / f"{name}.manifest.json"),
-    }
+    files = {f: str(outdir / f"{name}.{f}") for f in figures.parse_formats(formats)}
+    files["caption"] = str(outdir / f"{name}.caption.md")
+    files["json"] = str(outdir / f"{name}.json")
+    files["manifest"] = str(outdir / f"{name}.manifest.json")
+    return files
 
 
-def check_outputs(names: Iterable[str], out: str | os.PathLike, option: str = "--out") -> None:
+def check_outputs(
+    names: Iterable[str],
+    out: str | os.PathLike,
+    option: str = "--out",
+    formats: str | Iterable[str] = figures.DEFAULT_FORMATS,
+) -> None:
     """Bad input (:class:`~attsvm.errors.InputError`, one line naming ``option``) unless the folder ``out`` and
-    the files of every experiment in ``names`` can be written (:mod:`attsvm.outputs`); writes nothing."""
+    every file of every experiment in ``names`` (:func:`output_files`) can be written (:mod:`attsvm.outputs`);
+    writes nothing."""
     outputs.check_output_dir(out, option)
     for name in names:
-        for f in output_files(name, out).values():
+        for f in output_files(name, out, formats).values():
             outputs.check_output_file(f, option)
+
+
+def caption_text(mod: ModuleType, name: str, result: dict[str, Any], size: dict[str, Any], smoke: bool) -> str:
+    """``NAME.caption.md``: the spec's ``TITLE`` in bold, its ``caption(result)`` (a generic sentence for a
+    user spec without one), and the sizes the run used (``--smoke`` or full, after ``--seeds``)."""
+    title = str(mod.TITLE).strip().rstrip(".")
+    if hasattr(mod, "caption"):
+        body = str(mod.caption(result)).strip()
+    else:
+        body = f"(The spec defines no caption; every number behind the figure is in `{name}.json`.)"
+    run = ", ".join(f"{k} = {json.dumps(jsonable(v))}" for k, v in size.items())
+    kind = "smoke sizes (`--smoke`)" if smoke else "full sizes"
+    return f"**{title}.** {body}\n\nRun: {kind}: {run}.\n"
 
 
 def reproduce(
@@ -427,16 +364,22 @@ def reproduce(
     workers: int | None = None,
     folder: str | os.PathLike | None = None,
     argv: Sequence[str] | None = None,
+    formats: str | Iterable[str] = figures.DEFAULT_FORMATS,
+    dpi: int = figures.DEFAULT_DPI,
 ) -> Report:
-    """Run experiment ``name`` and write ``NAME.json``, ``NAME.png``, ``NAME.manifest.json`` into ``out``.
+    """Run experiment ``name`` and write its files (:func:`output_files`) into ``out``: the figure in each of
+    ``formats`` (PNG at ``dpi``), ``NAME.caption.md``, ``NAME.json``, ``NAME.manifest.json``.
 
-    The output paths are checked before the run (:func:`check_outputs`); the three files are written all or
-    none (:func:`attsvm.outputs.transaction`): a failure or Ctrl-C leaves no new file and no temporary one."""
+    The options and output paths are checked before the run (:func:`check_outputs`); the files are written
+    all or none (:func:`attsvm.outputs.transaction`): a failure or Ctrl-C leaves no new file and no temporary
+    one."""
     if not str(device).startswith(("cpu", "cuda")):
         raise InputError(f"--device must be cpu or cuda, got {device!r}")
+    formats = figures.parse_formats(formats)
+    dpi = figures.check_dpi(dpi)
     mod = load_spec(name, folder)
     path = discover(folder)[name]
-    check_outputs([name], out)
+    check_outputs([name], out, formats=formats)
     if str(device).startswith("cuda"):
         import torch
 
@@ -467,15 +410,16 @@ def reproduce(
     result = jsonable(result)
     failures = [str(f) for f in mod.check(result)]
     result["checks"] = {"failures": failures, "ok": not failures}
-    fig = mod.plot(result)
-    files = output_files(name, out)
+    files = output_files(name, out, formats)
     result_text = json.dumps(result, indent=1, allow_nan=False)
-    man = manifest(name, ctx, wall, path, argv)
-    manifest_text = json.dumps(jsonable(man), indent=1, allow_nan=False)
-    with outputs.transaction():
-        save_figure(fig, files["png"])
+    caption = caption_text(mod, name, result, ctx.size, smoke)
+    with outputs.transaction(), figures.paper_style():
+        fig = mod.plot(result)
+        saved = figures.save_figure(fig, {f: files[f] for f in formats}, dpi)
+        man = manifest(name, ctx, wall, path, argv, saved)
+        outputs.write_text(files["caption"], caption)
         outputs.write_text(files["json"], result_text)
-        outputs.write_text(files["manifest"], manifest_text)
+        outputs.write_text(files["manifest"], json.dumps(jsonable(man), indent=1, allow_nan=False))
     ctx.progress.note(f"done in {wall:.1f}s" + ("" if not failures else f"; {len(failures)} check(s) FAILED"))
     return Report(name, str(mod.TITLE), result, failures, files, wall)
 

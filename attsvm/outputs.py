@@ -7,8 +7,8 @@ and Windows). On any failure or ``KeyboardInterrupt`` the temporary file is remo
 it was. A missing parent folder is created.
 
 :func:`transaction` groups several writes into one all-or-nothing step (``attsvm reproduce``'s
-``NAME.json``/``NAME.png``/``NAME.manifest.json``, a counterexample's ``.npz`` + ``.json``): inside it every
-write stays a temporary file; when the block ends without an exception they are all renamed at once (with
+figure files, caption, ``NAME.json`` and ``NAME.manifest.json``, a counterexample's ``.npz`` + ``.json``): inside
+it every write stays a temporary file; when the block ends without an exception they are all renamed at once (with
 Ctrl-C held back until the last rename is done), otherwise all are removed.
 
 :func:`check_output_file` and :func:`check_output_dir` are what a command calls on each output path *before*

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-TITLE = "E3: GD on W and (K,Q) converges to the Att-SVM / Att-SVM* direction of its own selection"
+TITLE = (
+    "E3: along normalised GD on W and on (K,Q) the softmax saturates and 1-corr to the Att-SVM / Att-SVM* "
+    "direction of the selection GD ends on falls"
+)
 CLAIMS = ("gd-selects-locally-optimal", "kq-gd-nuclear")
 SIZES = {
     "full": {"n": 6, "T": 8, "d": 10, "seeds": 100, "steps": 2000, "record_every": 20},
@@ -20,7 +23,8 @@ SIZES = {
 
 def run(ctx) -> dict:
     from attsvm import generate, svm
-    from attsvm.experiments import band_stats, call_each, corr_trajectory, gd_runs, stack, summary
+    from attsvm.experiments import call_each, corr_trajectory, gd_runs, stack, summary
+    from attsvm.figures import band_stats
     from attsvm.tolerances import tol
 
     s = ctx.size
@@ -79,24 +83,68 @@ def run(ctx) -> dict:
 
 
 def plot(res: dict):
-    from attsvm.experiments import band, new_figure
+    from attsvm.figures import COLORS, TEXT_IN, band, band_key, new_figure
 
-    fig, ax = new_figure(ncols=2)
-    lab = {"W": r"$W$ vs $W^{mm}_\alpha$", "KQ": r"$KQ^\top$ vs $W^{mm}_{\star,\alpha}$"}
-    for p, c in (("W", "C0"), ("KQ", "C3")):
+    fig, ax = new_figure(ncols=2, width=TEXT_IN, height=3.0)
+    lab = {
+        "W": r"GD on $W$ (right: vs $W^{mm}_\alpha$)",
+        "KQ": r"GD on $(K,Q)$ (right: $K_kQ_k^\top$ vs $W^{mm}_{\star,\alpha}$)",
+    }
+    lines = []
+    for p in ("W", "KQ"):
         cur = res[p]["curves"]
-        band(ax[0, 0], cur["step"], cur["max_softmax"], label=p, color=c)
-        band(ax[0, 1], cur["step"], cur["one_minus_corr"], label=lab[p], color=c, logy=True)
-    ax[0, 0].set(xlabel="iteration", ylabel=r"mean $\max_t s_{it}$", title="softmax saturation")
-    ax[0, 1].set(xlabel="iteration", ylabel=r"$1-\mathrm{corr}$", title="distance to the SVM direction")
-    for a in ax[0]:
-        a.legend(fontsize=8)
-        a.grid(alpha=0.3)
-    fig.suptitle(f"E3 local convergence (n=6, T=8, d=10, {res['W']['runs']} seeds)", fontsize=10)
+        lines.append(band(ax[0, 0], cur["step"], cur["max_softmax"], label=lab[p], color=COLORS[p]))
+        band(ax[0, 1], cur["step"], cur["one_minus_corr"], color=COLORS[p], logy=True)
+    ax[0, 0].set(
+        xlabel="iteration $k$", ylabel=r"$\mathrm{mean}_i\,\mathrm{max}_t\,s_{it}$", title="softmax saturation"
+    )
+    ax[0, 1].set(
+        xlabel="iteration $k$", ylabel=r"$1-\mathrm{corr}$", title=r"distance to the SVM of the final $\alpha$"
+    )
+    keys = [band_key(res[p]["curves"][c]) for p, c in (("W", "max_softmax"), ("W", "one_minus_corr"))]
+    handles = [*lines, keys[0][0], keys[1][0]]
+    labels = [*(ln.get_label() for ln in lines), "left: " + keys[0][1], "right: " + keys[1][1]]
+    fig.legend(handles, labels, loc="outside lower center", ncols=2)
+    s = res["settings"]
+    fig.suptitle(
+        f"E3: normalised GD from random starts (n={s['n']}, T={s['T']}, d={s['d']}; {res['W']['runs']} seeds, "
+        f"{s['steps']} steps)"
+    )
     return fig
 
 
+def _near1(x: float) -> str:
+    """A number close to 1 as ``1 − 1.2e-15`` (or ``1`` when it is 1 in float64)."""
+    return "1" if x >= 1 else f"1 − {1 - x:.1e}" if x > 0.9999 else f"{x:.4f}"
+
+
+def caption(res: dict) -> str:
+    s, W, K = res["settings"], res["W"], res["KQ"]
+    rank_svm = "n/a" if K["svm_rank_mean"] is None else f"{K['svm_rank_mean']:.2f}"
+    return (
+        rf"Paper-law data with n = {s['n']} inputs, T = {s['T']} tokens, d = {s['d']}; {W['runs']} seeds (data set "
+        rf"and random initialisation $0.1\,\mathcal N$), normalised GD with $\eta$ = {s['lr']} for {s['steps']} "
+        rf"steps on $W$ (blue) and on $(K,Q)$ with $m=d$ (vermillion), recorded every {s['record_every']} steps. "
+        rf"$\alpha_i=\arg\max_ts_{{it}}$ is the selection at the last step. Left: the mean over the inputs of "
+        rf"$\max_ts_{{it}}$ (line: mean over the seeds, shade: ± 1 s.d.). Right: $1-\mathrm{{corr}}(W_k,"
+        rf"W^{{mm}}_\alpha)$ for GD on $W$ and $1-\mathrm{{corr}}(K_kQ_k^\top,W^{{mm}}_{{\star,\alpha}})$ for GD "
+        rf"on $(K,Q)$, against the Frobenius / nuclear-norm Att-SVM of $\alpha$ (line: geometric mean over the "
+        rf"seeds whose SVM is feasible, {W['svm_feasible']} and {K['svm_feasible']} of {W['runs']}; shade: ×/÷ one "
+        rf"geometric s.d., i.e. ± 1 s.d. of $\log_{{10}}$). At the last step: mean corr "
+        rf"{W['final_corr_mean']:.4f} ± {W['final_corr_std']:.4f} (min {W['final_corr_min']:.3f}) for $W$, "
+        rf"{K['final_corr_mean']:.4f} ± {K['final_corr_std']:.4f} (min {K['final_corr_min']:.3f}) for $(K,Q)$; "
+        rf"mean $\max_ts_{{it}}$ {_near1(W['final_max_softmax_mean'])} and "
+        rf"{_near1(K['final_max_softmax_mean'])}; the final selection is locally optimal in "
+        rf"{W['frac_locally_optimal']:.0%} / {K['frac_locally_optimal']:.0%} of the "
+        rf"runs and the global optimum in {W['frac_global']:.0%} / {K['frac_global']:.0%}. Mean rank (tolerance "
+        rf"$10^{{-7}}$) of the final $K_kQ_k^\top$ {K['final_rank_mean']:.2f}, of $W^{{mm}}_{{\star,\alpha}}$ "
+        rf"{rank_svm}."
+    )
+
+
 def check(res: dict) -> list[str]:
+    from attsvm.figures import band_falls
+
     fails = []
     if not (res["W"]["final_corr_mean"] or 0) >= 0.99:
         fails.append(f"W: mean final corr with W^mm_alpha {res['W']['final_corr_mean']} < 0.99")
@@ -106,4 +154,7 @@ def check(res: dict) -> list[str]:
         fails.append(f"KQ: mean final corr with W^mm_*alpha {res['KQ']['final_corr_mean']} < 0.9")
     if not res["W"]["frac_locally_optimal"] >= 0.9:
         fails.append(f"W: only {res['W']['frac_locally_optimal']:.2f} of the final selections are locally optimal")
+    for p in ("W", "KQ"):  # the title: 1-corr falls
+        if not band_falls(res[p]["curves"]["one_minus_corr"]):
+            fails.append(f"{p}: 1-corr does not fall over the run")
     return fails

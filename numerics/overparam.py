@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-TITLE = "E5: fraction of GD runs converging to the global / a local SVM direction / neither, against d"
+TITLE = (
+    "E5: fraction of GD runs that reach the global / a local SVM direction (corr >= 1 - eps within the step budget) "
+    "or neither, against d"
+)
 CLAIMS = ("feasible-overparam", "gd-selects-locally-optimal")
 SIZES = {
     "full": {"n": 6, "T": 8, "ds": [2, 3, 4, 6, 8, 10, 15, 20], "seeds": 100, "steps": 2000},
@@ -70,25 +73,53 @@ def run(ctx) -> dict:
 
 
 def plot(res: dict):
-    from attsvm.experiments import new_figure
+    from matplotlib.lines import Line2D
 
-    rows = res["rows"]
+    from attsvm.figures import COLORS, COLUMN_IN, new_figure
+
+    rows, s = res["rows"], res["settings"]
     d = np.array([r["d"] for r in rows], dtype=float)
-    fig, ax = new_figure(width=4.6, height=3.4)
+    fig, ax = new_figure(width=COLUMN_IN, height=3.9)
     a = ax[0, 0]
-    for key, c, mk in (("global", "C2", "o"), ("local", "C0", "s"), ("neither", "C3", "^")):
+    for key, mk in (("global", "o"), ("local", "s"), ("neither", "^")):
         y = np.array([r[key] for r in rows])
         se = np.sqrt(y * (1 - y) / np.array([r["runs"] for r in rows]))
-        a.errorbar(d, y, yerr=se, color=c, marker=mk, ms=4, capsize=2, label=key)
-    a.plot(d, [r["feasible_opt"] for r in rows], color="0.5", ls=":", label="Att-SVM(opt) feasible")
-    n, T = res["settings"]["n"], res["settings"]["T"]
-    a.axvline(max(T - 1, n), color="0.7", lw=0.8)
-    a.set(xlabel="d", ylabel="fraction of runs", ylim=(-0.03, 1.03), xscale="log")
+        a.errorbar(d, y, yerr=se, color=COLORS[key], marker=mk, label=key)
+    n, T = s["n"], s["T"]
+    a.plot(d, [r["feasible_opt"] for r in rows], color=COLORS["reference"], ls=":")
+    a.axvline(max(T - 1, n), color="0.6", lw=0.8)
+    a.set(xlabel="dimension $d$", ylabel="fraction of runs", ylim=(-0.03, 1.03), xscale="log")
     a.set_xticks(d, [str(int(x)) for x in d])
-    a.legend(fontsize=7)
-    a.grid(alpha=0.3)
-    a.set_title(f"E5: convergence type vs d (n={n}, T={T}; line: d = max(T-1,n))", fontsize=9)
+    a.minorticks_off()
+    handles, labels = a.get_legend_handles_labels()
+    handles += [
+        Line2D([], [], ls="", marker="|", ms=9, mew=1.2, color="0.3"),
+        Line2D([], [], color=COLORS["reference"], ls=":"),
+        Line2D([], [], color="0.6", lw=0.8),
+    ]
+    labels += ["bars: ± 1 binomial s.e.", "Att-SVM(opt) feasible", f"$d=\\max(T-1,n)={max(T - 1, n)}$"]
+    a.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2)
+    runs = sorted({r["runs"] for r in rows})
+    a.set_title(f"E5: convergence type against $d$\n(n = {n}, T = {T}, {runs[0]} runs per $d$)")
     return fig
+
+
+def caption(res: dict) -> str:
+    rows, s = res["rows"], res["settings"]
+    runs = sorted({r["runs"] for r in rows})
+    seq = lambda key: ", ".join(f"{r[key]:.2f}" for r in rows)  # noqa: E731
+    return (
+        rf"Paper-law data, n = {s['n']}, T = {s['T']}, $d\in\{{{', '.join(str(r['d']) for r in rows)}\}}$; for each "
+        rf"$d$, {runs[0]} seeds (data set and random initialisation $0.1\,\mathcal N$), normalised GD with $\eta$ = "
+        rf"{s['lr']} on $W$ for {s['steps']} steps. Each run is classified by the selection "
+        rf"$\alpha_i=\arg\max_ts_{{it}}$ it ends on: global ($\alpha$ = opt and $\mathrm{{corr}}(W_k,W^{{mm}})\ge1-"
+        rf"\epsilon$), local ($\alpha\ne$ opt locally optimal and $\mathrm{{corr}}(W_k,W^{{mm}}_\alpha)\ge1-"
+        rf"\epsilon$) or neither (no SVM direction reached within the {s['steps']} steps), $\epsilon$ = {s['eps']:g}. "
+        rf"Markers: the fraction of the runs of each kind; error bars: ± 1 binomial standard error "
+        rf"$\sqrt{{p(1-p)/{runs[0]}}}$. Dotted: the fraction of the data sets whose Att-SVM(opt) is feasible. Vertical "
+        rf"line: $d=\max(T-1,n)$ = {max(s['T'] - 1, s['n'])}. Global: {seq('global')}; local: {seq('local')}; "
+        rf"neither: {seq('neither')} (in the order of $d$)."
+    )
 
 
 def check(res: dict) -> list[str]:

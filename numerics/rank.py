@@ -91,17 +91,24 @@ def run(ctx) -> dict:
     return {"settings": {k: v for k, v in s.items()}, "rank_tol": rtol, "rows": rows}
 
 
-def plot(res: dict):
-    from attsvm.experiments import new_figure
-
-    rows = res["rows"]
-    cells = []
+def _groups(rows: list[dict]) -> list[tuple[str, list[tuple[int, int]]]]:
+    """The two panels: cells with T = 5 (n varies) and cells with n = 5 (T varies)."""
+    cells: list[tuple[int, int]] = []
     for r in rows:
         if (r["n"], r["T"]) not in cells:
             cells.append((r["n"], r["T"]))
-    groups = [("n", [c for c in cells if c[1] == 5]), ("T", [c for c in cells if c[0] == 5])]
-    fig, ax = new_figure(ncols=2, width=4.2, height=3.4)
-    for a, (vary, cs) in zip(ax[0], groups):
+    return [("n", [c for c in cells if c[1] == 5]), ("T", [c for c in cells if c[0] == 5])]
+
+
+def plot(res: dict):
+    from matplotlib.lines import Line2D
+
+    from attsvm.figures import PALETTE, TEXT_IN, new_figure
+
+    rows = res["rows"]
+    fig, ax = new_figure(ncols=2, width=TEXT_IN, height=3.3)
+    for a, (vary, cs) in zip(ax[0], _groups(rows)):
+        handles = []
         for k, (n, T) in enumerate(cs):
             rs = [r for r in rows if (r["n"], r["T"]) == (n, T) and r.get("rank_fro_mean") is not None]
             if not rs:
@@ -110,13 +117,64 @@ def plot(res: dict):
             for key, ls, mk in (("fro", "-", "o"), ("nuc", "--", "s")):
                 m = np.array([np.nan if r[f"rank_{key}_mean"] is None else r[f"rank_{key}_mean"] for r in rs])
                 sd = np.array([np.nan if r[f"rank_{key}_std"] is None else r[f"rank_{key}_std"] for r in rs])
-                lbl = f"{vary}={n if vary == 'n' else T}, " + (r"$W^{mm}$" if key == "fro" else r"$W^{mm}_\star$")
-                a.errorbar(d, m, yerr=sd, ls=ls, marker=mk, ms=3, color=f"C{k}", label=lbl, capsize=2)
-        a.set(xlabel="d", ylabel="rank", title=f"vary {vary} ({'T' if vary == 'n' else 'n'}=5)")
-        a.grid(alpha=0.3)
-        a.legend(fontsize=6, ncol=2)
-    fig.suptitle("E2: rank of the Frobenius (solid) and nuclear (dashed) Att-SVM solutions", fontsize=9)
+                a.errorbar(d, m, yerr=sd, ls=ls, marker=mk, ms=3.5, color=PALETTE[k])
+            handles.append(Line2D([], [], color=PALETTE[k], lw=3, label=f"{vary} = {n if vary == 'n' else T}"))
+        other = "T" if vary == "n" else "n"
+        a.set(xlabel="dimension $d$", ylabel="rank (mean ± 1 s.d.)", title=f"{vary} varies, {other} = 5")
+        a.set_xticks(res["settings"]["ds"])
+        if handles:
+            a.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=len(handles))
+    style = [
+        Line2D([], [], color="0.3", ls="-", marker="o", ms=3.5, label=r"$\mathrm{rank}\,W^{mm}$ (Frobenius)"),
+        Line2D([], [], color="0.3", ls="--", marker="s", ms=3.5, label=r"$\mathrm{rank}\,W^{mm}_\star$ (nuclear)"),
+    ]
+    fig.legend(handles=style, loc="outside lower center", ncols=2)
+    fig.suptitle(
+        f"E2: rank of the Att-SVM solutions against $d$ (up to {res['settings']['seeds']} feasible instances per "
+        f"cell; error bars ± 1 s.d.)"
+    )
     return fig
+
+
+def _span(fracs: list[float]) -> str:
+    lo, hi = min(fracs), max(fracs)
+    return f"{lo:.0%}" if lo == hi else f"{lo:.0%}–{hi:.0%}"
+
+
+def caption(res: dict) -> str:
+    rows, s = res["rows"], res["settings"]
+    done = [r for r in rows if r.get("rank_fro_mean") is not None]
+    empty = [r for r in rows if r.get("rank_fro_mean") is None]
+    short = [r for r in done if r["feasible"] < s["seeds"]]
+    cells = ", ".join(f"({n}, {T})" for n, T in s["cells"])
+    text = (
+        rf"Rank of the Frobenius Att-SVM solution $W^{{mm}}$ (solid, circles) and of the nuclear-norm Att-SVM⋆ "
+        rf"solution $W^{{mm}}_\star$ (dashed, squares) against $d\in\{{{', '.join(str(d) for d in s['ds'])}\}}$, "
+        rf"for the cells (n, T) = {cells}; left: T = 5, right: n = 5; colour: the cell. {s['seeds']} seeds per "
+        rf"$(n,T,d)$: paper-law instances are drawn (unique optimal token) until that many have a feasible "
+        rf"Att-SVM(opt), at most {s['max_draws']} draws; a marker is the mean rank over those instances, the "
+        rf"error bar ± 1 s.d. Singular values "
+        rf"below {res['rank_tol']:g}·$\sigma_{{\max}}$ count as zero. Lemma 1 bounds both ranks by min(n, d)."
+    )
+    if short:
+        text += " Cells with fewer feasible instances: " + "; ".join(
+            f"n = {r['n']}, T = {r['T']}, d = {r['d']}: {r['feasible']} of {r['draws']} draws" for r in short
+        )
+        text += "."
+    if empty:
+        text += " Not drawn (no feasible draw): " + ", ".join(
+            f"n = {r['n']}, T = {r['T']}, d = {r['d']} ({r['draws']} draws)" for r in empty
+        )
+        text += "."
+    if done:
+        le = [r["frac_nuc_le_fro"] for r in done if r.get("frac_nuc_le_fro") is not None] or [float("nan")]
+        errs = sum(r.get("n_solver_errors", 0) for r in done)
+        text += (
+            f" Largest ranks seen: {max(r['rank_fro_max'] for r in done)} (Frobenius) and "
+            f"{max((r['rank_nuc_max'] or 0) for r in done)} (nuclear); rank $W^{{mm}}_\\star$ ≤ rank $W^{{mm}}$ in "
+            f"{_span(le)} of the instances of each $(n,T,d)$; nuclear solver failures (left out): {errs}."
+        )
+    return text
 
 
 def check(res: dict) -> list[str]:

@@ -124,6 +124,8 @@ def _retype(a: np.ndarray, to: str) -> np.ndarray:
 
 def _reshape(a: np.ndarray, how: str) -> np.ndarray:
     """The array with a wrong shape: an axis dropped or added, an empty axis, a scalar, transposed."""
+    if a.ndim == 0:  # an earlier mutation made it a scalar: "drop" and "empty" give an empty vector
+        a = a.reshape(1)
     if how == "drop":
         return a.reshape(-1) if a.ndim > 1 else a[:0]
     if how == "add":
@@ -172,6 +174,8 @@ def mutated(draw, kinds=("cross", "self", "sequence", "causal"), max_mutations=2
         elif what == "nonfinite":
             f = draw(st.sampled_from([*fields, *(["Y"] if "Y" in m else [])]))
             a = np.array(m[f], dtype=np.float64)
+            if a.size == 0:  # an earlier mutation emptied it: nothing to overwrite
+                continue
             a.flat[draw(st.integers(0, a.size - 1))] = draw(st.sampled_from([np.nan, np.inf, -np.inf]))
             m[f] = a
         elif what == "dtype":
@@ -184,6 +188,8 @@ def mutated(draw, kinds=("cross", "self", "sequence", "causal"), max_mutations=2
             m[f] = _reshape(np.asarray(m[f]), how)
         elif what == "labels":
             y = np.array(m["Y"], dtype=np.float64)
+            if y.size == 0:  # an earlier mutation emptied the labels
+                continue
             y.flat[draw(st.integers(0, y.size - 1))] = draw(st.sampled_from([0.0, 2.0, 0.5, -3.0]))
             m["Y"] = y
         elif what == "alpha":
@@ -410,7 +416,7 @@ def test_option_values_never_crash(data):
             }[bad]
         elif cmd == "reproduce":
             argv = ["reproduce", data.draw(st.sampled_from(["visual", "nosuch"])), "--smoke", "--quiet"]
-            bad = data.draw(st.sampled_from(["name", "seeds", "workers", "out", "device", "numerics"]))
+            bad = data.draw(st.sampled_from(["name", "seeds", "workers", "out", "device", "numerics", "format", "dpi"]))
             if bad == "name":
                 argv[1] = "nosuch"
             argv += {
@@ -420,6 +426,8 @@ def test_option_values_never_crash(data):
                 "out": ["--out", bad_path],
                 "device": ["--device", data.draw(st.sampled_from(["tpu", "cuda:x", ""]))],
                 "numerics": ["--numerics", data.draw(st.sampled_from(["missing-dir", "afile"]))],
+                "format": ["--format", data.draw(st.sampled_from(["jpg", "", ",", "png,tiff", "eps"]))],
+                "dpi": ["--dpi", data.draw(st.sampled_from(["0", "-1", "49", "1201", "x", "2.5", "1e3"]))],
             }[bad]
         else:
             argv = ["derive"]

@@ -119,10 +119,11 @@ def test_reproduce_out_is_a_file(tmp_path, afile, capsys):
     assert_one_error(rc, err, 2, f"--out {afile}", "not a directory")
 
 
-def test_reproduce_writes_all_three_files_and_no_temporaries(tmp_path, capsys):
+def test_reproduce_writes_all_its_files_and_no_temporaries(tmp_path, capsys):
     rc, out, err = run_main(["reproduce", "visual", "--smoke", "--quiet", "--out", "res"], tmp_path, capsys)
     assert rc == 0, err
-    assert files_under(tmp_path / "res") == {"visual.png", "visual.json", "visual.manifest.json"}
+    want = {"visual.png", "visual.pdf", "visual.caption.md", "visual.json", "visual.manifest.json"}
+    assert files_under(tmp_path / "res") == want
     assert (tmp_path / "res" / "visual.json").stat().st_mode & 0o777 == 0o666 & ~_umask()
 
 

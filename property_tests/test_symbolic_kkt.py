@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import subprocess
 import sys
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from attsvm.cli import main
-from attsvm.data import Dataset, save
+from attsvm.data import Dataset, load, save
 from attsvm.symbolic.kkt_instance import agrees, certify, derivation_of, exact_data, solve_exact
 
 
@@ -182,3 +185,82 @@ def test_solver_reporting_infeasible_raises(monkeypatch):
     )
     with pytest.raises(InfeasibleError):
         certify(tiny())
+
+
+# ---------------------------------------------------------------------- a real float instance: enclosures + exact file
+SMALL = Path(__file__).resolve().parents[1] / "examples" / "small.npz"
+ENCLOSED = re.compile(r"(\\lambda|w)_\{(\d+),(\d+)\} &(\\in|=) (\\left\[(\S+),\\,(\S+)\\right\]|\S+)")
+
+
+def _enclosures_in(tex: str) -> dict[tuple[str, int, int], tuple[Fraction, Fraction]]:
+    """Every displayed multiplier and entry of W of an instance document, read back as exact fractions."""
+    out = {}
+    for m in ENCLOSED.finditer(tex):
+        name = "lam" if m.group(1) == "\\lambda" else "w"
+        if m.group(4) == "=":
+            v = m.group(5).replace("\\frac{", "").replace("}{", "/").rstrip("}")
+            out[(name, int(m.group(2)), int(m.group(3)))] = (Fraction(v), Fraction(v))
+        else:
+            out[(name, int(m.group(2)), int(m.group(3)))] = (Fraction(m.group(6)), Fraction(m.group(7)))
+    return out
+
+
+def test_cli_kkt_real_instance_writes_exact_values_beside_the_document(tmp_path, _cli):
+    tex = tmp_path / "small.tex"
+    r = _cli("--data", str(SMALL), "--json", "--latex", str(tex), "--standalone")
+    assert r.returncode == 0, r.stderr
+    cert = json.loads(r.stdout)
+    exact_file = tmp_path / "small.exact.json"
+    assert cert["exact_values_file"] == str(exact_file)
+    exact = json.loads(exact_file.read_text())
+    assert exact["multipliers"] == cert["multipliers"] and exact["W"] == cert["W"]
+    assert exact["data"]["sha256"] == hashlib.sha256(SMALL.read_bytes()).hexdigest()
+    doc = tex.read_text()
+    assert "small.exact.json" in doc
+    # every margin in the file, recomputed here from the data floats and the exact W
+    ds = load(SMALL)
+    W = [[Fraction(q) for q in row] for row in exact["W"]]
+    a = ds.opt
+    for i, t, q in exact["margins"]:
+        D = [Fraction(float(ds.X[i, a[i], k])) - Fraction(float(ds.X[i, t, k])) for k in range(ds.d)]
+        z = [Fraction(float(ds.Z[i, k])) for k in range(ds.d)]
+        assert sum(D[r] * W[r][c] * z[c] for r in range(ds.d) for c in range(ds.d)) == Fraction(q)
+    # every printed value contains the exact one, and no 2900-digit fraction is printed
+    shown = _enclosures_in(doc)
+    values = {("lam", i, t): Fraction(q) for i, t, q in exact["multipliers"]}
+    values |= {("w", r, c): Fraction(q) for r, row in enumerate(exact["W"]) for c, q in enumerate(row)}
+    assert set(shown) == set(values)
+    for key, (lo, hi) in shown.items():
+        assert lo <= values[key] <= hi and hi - lo <= abs(values[key]) * Fraction(1, 10**11), key
+    assert max(len(w) for w in re.findall(r"\d+", doc)) < 40
+
+
+def test_cli_kkt_stdout_prints_enclosures_of_the_exact_values(tmp_path, _cli):
+    exact = json.loads(_cli("--data", str(SMALL), "--json").stdout)
+    r = _cli("--data", str(SMALL))
+    assert r.returncode == 0 and "certified enclosures" in r.stdout and "with --json" in r.stdout
+    lines = dict(re.findall(r"^  lambda\[(\d+,\d+)\] in (\[.*\])$", r.stdout, re.M))
+    assert len(lines) == len(exact["multipliers"])
+    for i, t, q in exact["multipliers"]:
+        lo, hi = (Fraction(x) for x in lines[f"{i},{t}"].strip("[]").split(", "))
+        assert lo <= Fraction(q) <= hi
+    values = [ln for ln in r.stdout.splitlines() if ln.startswith(("  lambda[", "  W[", "  min other"))]
+    assert len(values) == len(exact["multipliers"]) + len(exact["W"]) ** 2 + 1
+    assert max(len(ln) for ln in values) < 80
+
+
+def test_cli_kkt_exact_values_and_document_are_all_or_none(tmp_path, _cli):
+    f = save(tiny(), tmp_path / "tiny.npz")
+    (tmp_path / "out.exact.json").mkdir()  # the exact values cannot be written
+    r = _cli("--data", str(f), "--latex", str(tmp_path / "out.tex"))
+    assert r.returncode == 2 and r.stderr.startswith("error:") and "exact" in r.stderr
+    assert not (tmp_path / "out.tex").exists()
+
+
+def test_instance_prose_has_no_ascii_math():
+    from attsvm.symbolic.derivation import prose_problems
+
+    labels, D, Z, a = exact_data(tiny())
+    d = derivation_of(solve_exact(labels, D, Z, HAND["active"]), alpha=a, exact_file="out.exact.json")
+    assert d.prose_problems() == []
+    assert prose_problems(d.summary) == []

@@ -7,6 +7,7 @@ Stable entry points: :func:`discover` (claim files by path → claims), :func:`r
 from .api import ORIGINS, Claim, Outcome, claim
 from .case import Case
 from .discover import discover, select
+from .report import Report
 from .runner import BUDGETS, check, replay, resolve_budget, run_claim
 from .verdict import ClaimResult, wilson
 
@@ -17,6 +18,7 @@ __all__ = [
     "Claim",
     "ClaimResult",
     "Outcome",
+    "Report",
     "check",
     "claim",
     "discover",

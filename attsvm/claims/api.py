@@ -102,7 +102,7 @@ def outcome_error(out: Any, *, empirical: bool = False) -> str | None:
     return None
 
 
-@dataclass
+@dataclass(repr=False)
 class Claim:
     """A statement with id, origin, source, hypotheses, dependencies and its conclusion."""
 
@@ -162,6 +162,32 @@ class Claim:
 
     def __call__(self, case: Any) -> Outcome:
         return self.conclusion(case)
+
+    def __repr__(self) -> str:
+        return f"Claim(id={self.id!r}, origin={self.origin!r}, kind={self.kind!r}, title={self.title!r})"
+
+    def _repr_html_(self) -> str:
+        """Id and statement, origin, kind and expectation, the source, the hypotheses (the data strategy and its
+        parameters), the claim's own constants, dependencies, budgets, the file and the notes."""
+        from .. import html
+
+        hyp = html.rows_table(["key", "value"], [[k, html.code(repr(v))] for k, v in self.hypotheses.items()])
+        fields = [
+            ("statement", self.title),
+            ("origin", self.origin),
+            ("kind", self.kind + (f", required success rate {self.rate:g}" if self.rate is not None else "")),
+            ("expected verdict", {"true": "verified", "false": "refuted"}.get(self.expected, self.expected)),
+            ("source", self.source or None),
+            ("constants", ", ".join(f"{k}={v!r}" for k, v in self.params.items()) or None),
+            ("depends on", ", ".join(self.depends) or None),
+            ("examples" if self.kind == "universal" else "runs", self.examples),
+            ("CI budget", self.ci_examples),
+            ("time budget (s)", self.seconds),
+            ("finding (pinned)", self.finding or None),
+            ("file", html.code(self.module) if self.module else None),
+            ("notes", self.notes or None),
+        ]
+        return html.card("Claim", (html.code(self.id),), fields, [("hypotheses", hyp)])
 
 
 def claim(

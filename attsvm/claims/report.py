@@ -1,21 +1,41 @@
-r"""Reports of a check: terminal table, JSON, Markdown and LaTeX.
+r"""Reports of a check: terminal table, JSON, Markdown, LaTeX, and Jupyter HTML (:class:`Report`).
 
 The Markdown and LaTeX reports are what a researcher pastes into an appendix: one row per claim
 (id, origin, verdict, examples, worst margin, seconds) and, for each refuted claim, a section with the
-counterexample's numbers (the data set, the float64 and the high-precision values) and the command that
-reproduces it. The LaTeX report is a plain ``tabular`` (``texlive-latex-base`` suffices); every text
-field goes through :func:`tex_escape`.
+counterexample as tables of its data (:func:`counterexample_tables`: for each input $i$ the tokens $X_i$ row by
+row with their scores $\gamma_{it}$, the query $z_i$, the label $Y_i$ and the selection $\alpha_i$, abbreviated
+for large data with the sizes stated and the saved ``.npz`` named), the float64 and high-precision values of the
+conclusion (:func:`outcome_tables`), the values it drew (:func:`draw_tables`) and the commands that reproduce it.
+The LaTeX report is plain ``tabular`` (``texlive-latex-base`` suffices); every text field goes through
+:func:`tex_escape`, every table through :func:`attsvm.tables.to_latex`.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
+from .. import html
 from ..serial import tex_escape
+from ..tables import (
+    Cell,
+    DataTables,
+    Math,
+    Num,
+    Table,
+    inline_md,
+    inline_tex,
+    input_tables,
+    matrix,
+    number,
+    to_latex,
+    to_markdown,
+    vector_math,
+)
 from .confirm import HOW_LABELS
 from .verdict import ClaimResult, decided_text, jsonable
 
@@ -30,7 +50,8 @@ def confirmed_label(r: ClaimResult) -> str:
     return HOW_LABELS.get(how, how)
 
 
-def _confirmation_text(r: ClaimResult) -> str:
+def confirmation_text(r: ClaimResult) -> str:
+    """``confirmed by <method> on a counterexample with n=.., T=.., d=..`` (or ``not confirmed ...``)."""
     at = f" on a counterexample with {r.sizes_text}" if r.sizes_text else ""
     if r.confirmed:
         return f"confirmed by {r.confirmation_method or r.confirmed_how}{at}"
@@ -131,34 +152,114 @@ def _commands(r: ClaimResult) -> dict[str, str]:
     return commands(r, npz)
 
 
-def _arr(a: np.ndarray) -> str:
-    return np.array2string(np.asarray(a), precision=17, separator=", ", max_line_width=110, threshold=10_000)
+DIGITS = 6  # significant digits of the numbers in a counterexample section
+INPUTS = 4  # inputs of a counterexample shown as tables (the note names the .npz with all of them)
+TEXT = 40  # longest text in a cell (longer: shortened, "...", in full in the counterexample's .json)
 
 
-def _case_numbers(r: ClaimResult) -> list[tuple[str, str]]:
-    """(name, text) pairs describing the failing case: data arrays, the float64 and high-precision values."""
-    out: list[tuple[str, str]] = []
+def counterexample_tables(r: ClaimResult, inputs: int = INPUTS, digits: int = DIGITS) -> DataTables | None:
+    """The failing data set of ``r`` as one table per input (:func:`attsvm.tables.input_tables`: tokens, scores,
+    queries, labels, selection; abbreviated beyond the limits, the note naming the saved ``.npz``); None without
+    a data set."""
+    ds = None if r.case is None else r.case.data
+    if ds is None:
+        return None
+    return input_tables(ds, inputs=inputs, digits=digits, source=r.counterexample or "not saved")
+
+
+def _value(v: Any, digits: int = DIGITS) -> str:
+    """A value of an outcome's ``detail`` as a cell: a number, a short vector (math), or text (shortened)."""
+    if v is None or isinstance(v, (bool, np.bool_, int, float, np.integer, np.floating)):
+        return number(v, digits)
+    if isinstance(v, str):
+        return Num(v) if _is_number(v) else _short(v)
+    try:
+        a = np.asarray(v, dtype=float)
+    except (TypeError, ValueError):
+        text = json.dumps(jsonable(v))
+        return _short(text)
+    if a.ndim == 0:
+        return number(float(a), digits)
+    if a.ndim == 1:
+        return Math(vector_math(a, digits, 6))
+    return f"array of shape {a.shape}"
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= TEXT else text[: TEXT - 3] + "..."
+
+
+def _is_number(s: str) -> bool:
+    try:
+        float(s)
+        return True
+    except ValueError:
+        return False
+
+
+def outcome_tables(r: ClaimResult) -> list[Table]:
+    """The numbers of the failure: a table of the margin and the ``detail`` of the float64 outcome beside those of
+    the high-precision re-evaluation (one row per key), then each matrix of a ``detail`` as its own table; empty
+    without a failing outcome. Shortened values are in full in the counterexample's ``.json``."""
+    cols = [(name, o) for name, o in (("float64", r.outcome), ("high precision", r.confirm_outcome)) if o is not None]
+    if not cols:
+        return []
+    keys = ["margin"]
+    for _, o in cols:
+        keys += [k for k in (o.detail or {}) if k not in keys]
+    rows, mats = [], []
+    for k in keys:
+        cells = [Cell(k)]
+        for name, o in cols:
+            detail = o.detail or {}
+            if k != "margin" and k not in detail:
+                cells.append(Cell(""))
+                continue
+            v = o.margin if k == "margin" else detail[k]
+            a = _matrix_of(v)
+            if a is None:
+                cells.append(Cell(_value(v)))
+            else:
+                cells.append(Cell("(table)"))
+                mats.append(matrix(a, DIGITS, 8, 6, caption=(f"{name} {k}",)))
+        rows.append(tuple(cells))
+    json_file = r.counterexample[: -len(".npz")] + ".json" if (r.counterexample or "").endswith(".npz") else None
+    shortened = any(str(c.value).endswith("...") for row in rows for c in row)
+    note = (f"shortened values (...) in full: {json_file}",) if json_file and shortened else ()
+    return [Table((Cell(""), *(Cell(name) for name, _ in cols)), tuple(rows), note=note), *mats]
+
+
+def _matrix_of(v: Any) -> np.ndarray | None:
+    """``v`` as a 2-D float array when it is one (a matrix of a detail), else None."""
+    if isinstance(v, (str, bytes, dict)) or np.ndim(v) != 2:
+        return None
+    try:
+        return np.asarray(v, dtype=float)
+    except (TypeError, ValueError):
+        return None
+
+
+def draw_tables(r: ClaimResult) -> list[Table]:
+    """The values the conclusion drew (a matrix, a radius, ...): arrays as abbreviated tables, scalars and other
+    values together in one table."""
     c = r.case
-    if c is not None and c.data is not None:
-        ds = c.data
-        out.append(("shape", f"n={ds.n}, T={ds.T}, d={ds.d}, kind={ds.kind}"))
-        for k, v in ds.to_dict().items():
-            if isinstance(v, np.ndarray):
-                out.append((k, _arr(v)))
-    if c is not None:
-        for j, d in enumerate(c.draws):
-            try:
-                out.append((f"draw {j + 1}", _arr(np.asarray(d, dtype=float))))
-            except (TypeError, ValueError):
-                out.append((f"draw {j + 1}", repr(d)))
-    if r.outcome is not None:
-        out.append(("float64 margin", _margin(r.outcome.margin)))
-        for k, v in (r.outcome.detail or {}).items():
-            out.append((f"float64 {k}", json.dumps(jsonable(v))))
-    if r.confirm_outcome is not None:
-        out.append(("high-precision margin", str(r.confirm_outcome.margin)))
-        for k, v in (r.confirm_outcome.detail or {}).items():
-            out.append((f"high-precision {k}", json.dumps(jsonable(v))))
+    if c is None or not c.draws:
+        return []
+    out, scalars = [], []
+    for j, d in enumerate(c.draws, 1):
+        try:
+            a = None if hasattr(d, "X") else np.asarray(d, dtype=float)
+        except (TypeError, ValueError):
+            a = None
+        if a is not None and a.ndim in (1, 2):
+            out.append(matrix(a, DIGITS, 8, 6, caption=(f"draw {j}",)))
+        elif a is not None and a.ndim == 0:
+            scalars.append((Cell(f"draw {j}"), Cell(number(float(a), DIGITS))))
+        else:
+            what = f"data set ({d.kind}, n={d.n}, T={d.T}, d={d.d})" if hasattr(d, "X") else repr(d)
+            scalars.append((Cell(f"draw {j}"), Cell(_short(what))))
+    if scalars:
+        out.append(Table((Cell("draw"), Cell("value")), tuple(scalars)))
     return out
 
 
@@ -175,7 +276,7 @@ def markdown(results: list[ClaimResult], title: str = "attsvm check") -> str:
             continue
         what = "refuted" if r.verdict == "refuted" else "unconfirmed failure"
         md += ["", f"## `{r.id}` {what} — {r.title}", ""]
-        md.append(f"Origin: {r.origin}; expected: {r.expected}; {_confirmation_text(r)}.")
+        md.append(f"Origin: {r.origin}; expected: {r.expected}; {confirmation_text(r)}.")
         md.append(f"Reason: {r.reason}.")
         if r.finding:
             md.append(f"Finding (pinned in the claim file): {r.finding}")
@@ -183,12 +284,21 @@ def markdown(results: list[ClaimResult], title: str = "attsvm check") -> str:
             md.append(
                 f"Rate: {r.rate['successes']}/{r.rate['decided']} (95% CI [{r.rate['lo']:.3f}, {r.rate['hi']:.3f}])."
             )
-        md.append("")
-        for name, text in _case_numbers(r):
-            if "\n" in text or len(text) > 60:
-                md += [f"{name}:", "", "```", text, "```", ""]
-            else:
-                md.append(f"- {name}: `{text}`")
+        dt = counterexample_tables(r)
+        if dt is not None:
+            md += ["", "**Counterexample data.** " + inline_md(dt.note) + "."]
+            for t in dt.tables:
+                md += ["", to_markdown(t)]
+        outs = outcome_tables(r)
+        if outs:
+            md += ["", "**Values of the conclusion.**"]
+            for t in outs:
+                md += ["", to_markdown(t)]
+        draws = draw_tables(r)
+        if draws:
+            md += ["", "**Values drawn by the conclusion.**"]
+            for t in draws:
+                md += ["", to_markdown(t)]
         cmds = _commands(r)
         md += ["", "Reproduce:", "", "```"]
         md += [cmds[k] for k in ("replay", "rerun") if k in cmds]
@@ -196,31 +306,149 @@ def markdown(results: list[ClaimResult], title: str = "attsvm check") -> str:
     return "\n".join(md) + "\n"
 
 
+def _tex_heading(text: str) -> str:
+    return r"\par\medskip\noindent\textbf{" + tex_escape(text) + "}"
+
+
+def _tex_tables(tables: list[Table]) -> str:
+    """Tables side by side, in a small font, flush left: a table that does not fit on the line starts the next."""
+    body = "\n\\quad\n".join(to_latex(x) for x in tables)
+    return r"{\footnotesize\rightskip=0pt plus 1fil\noindent" + "\n" + body + "\n\\par}"
+
+
+def _tex_code(text: str) -> str:
+    """A command in ``\\texttt`` that may break after a slash or a space."""
+    return tex_escape(text).replace("/", r"/\allowbreak{}")
+
+
 def latex(results: list[ClaimResult], standalone: bool = True) -> str:
     """A LaTeX report (plain ``tabular``; ``standalone`` wraps it in a compilable ``article``)."""
     t = []
     if standalone:
         t += [r"\documentclass{article}", r"\usepackage[margin=2cm]{geometry}", r"\begin{document}", ""]
-    t += [r"\section*{attsvm check}", tex_escape(summary(results)), "", r"\begin{tabular}{lllrlrr}", r"\hline"]
+    t += [r"\section*{attsvm check}", tex_escape(summary(results)), ""]
+    t += [r"{\small", r"\begin{tabular}{lllrlrr}", r"\hline"]
     t.append(" & ".join(tex_escape(c) for c in COLUMNS) + r" \\")
     t.append(r"\hline")
     for cells in rows(results):
         t.append(" & ".join([r"\texttt{" + tex_escape(cells[0]) + "}", *(tex_escape(c) for c in cells[1:])]) + r" \\")
-    t += [r"\hline", r"\end{tabular}", ""]
+    t += [r"\hline", r"\end{tabular}", "}", ""]
     for r in results:
         if r.verdict != "refuted":
             continue
         t.append(r"\subsection*{\texttt{" + tex_escape(r.id) + "} refuted}")
-        t.append(tex_escape(f"{r.title}. Origin: {r.origin}; {_confirmation_text(r)}. {r.reason}."))
+        t.append(tex_escape(f"{r.title}. Origin: {r.origin}; {confirmation_text(r)}. {r.reason}."))
         t.append("")
-        t.append(r"\begin{verbatim}")
-        for name, text in _case_numbers(r):
-            t.append(f"{name}: {text}")
+        dt = counterexample_tables(r)
+        if dt is not None:
+            t += [_tex_heading("Counterexample data.") + " " + inline_tex(dt.note) + ".", ""]
+            t += [_tex_tables(dt.tables), ""]
+        outs = outcome_tables(r)
+        if outs:
+            t += [_tex_heading("Values of the conclusion."), "", _tex_tables(outs), ""]
+        draws = draw_tables(r)
+        if draws:
+            t += [_tex_heading("Values drawn by the conclusion."), "", _tex_tables(draws), ""]
         cmds = _commands(r)
-        t.append("reproduce:")
-        t += [f"  {cmds[k]}" for k in ("replay", "rerun") if k in cmds]
-        t.append(r"\end{verbatim}")
+        t += [_tex_heading("Reproduce."), ""]
+        lines = [r"\noindent\texttt{" + _tex_code(cmds[k]) + r"}\par" for k in ("replay", "rerun") if k in cmds]
+        t += [r"{\rightskip=0pt plus 1fil", *lines, "}"]
         t.append("")
     if standalone:
         t.append(r"\end{document}")
     return "\n".join(t) + "\n"
+
+
+# ---------------------------------------------------------------------- Jupyter
+def result_html(r: ClaimResult) -> str:
+    """The HTML of one result (:meth:`ClaimResult._repr_html_`): the verdict in colour, whether it is the expected
+    one, the reason, the examples and how they were decided, the worst margin, and for a failure its
+    confirmation, the counterexample as tables of its data (:func:`counterexample_tables`), the values of the
+    conclusion and the commands that reproduce it."""
+    rate = r.rate or {}
+    fields = [
+        ("statement", r.title),
+        ("verdict", verdict_cell(r)),
+        ("expected", {"true": "verified", "false": "refuted", "inconclusive": "inconclusive"}.get(r.expected)),
+        ("as expected", "yes" if r.matches else html.badge(f"no: {r.mismatch}", html.COLOURS["error"])),
+        ("reason", r.reason or None),
+        ("examples", f"{r.examples} ({decided_text(r.decided)} decided)" if r.kind == "universal" else None),
+        ("runs", f"{rate.get('successes')}/{rate.get('decided')} succeeded" if rate else None),
+        ("worst margin", r.worst_margin),
+        ("undecidable cases", r.inconclusive_cases or None),
+        ("confirmation", confirmation_text(r) if (r.outcome is not None or r.confirmed) else None),
+        ("counterexample", html.code(r.counterexample) if r.counterexample else None),
+        ("finding (pinned)", r.finding or None),
+        ("error", r.error),
+        ("seconds, seed, budget", f"{r.seconds:.1f} s, seed {r.seed}, budget {r.budget:g}"),
+    ]
+    sections = []
+    dt = counterexample_tables(r)
+    if dt is not None:
+        sections.append(("counterexample data", html.data_tables(dt)))
+    outs = outcome_tables(r)
+    if outs:
+        sections.append(("values of the conclusion", "".join(html.table(t) for t in outs)))
+    draws = draw_tables(r)
+    if draws:
+        sections.append(("values drawn by the conclusion", "".join(html.table(t) for t in draws)))
+    if r.outcome is not None or r.counterexample:
+        cmds = _commands(r)
+        sections.append(("reproduce", "<br>".join(html.code(cmds[k]) for k in ("replay", "rerun") if k in cmds)))
+    title = (html.code(r.id), " ", html.badge(r.verdict))
+    return html.card("ClaimResult", title, fields, sections)
+
+
+class Report(list):
+    """The results of one check (a ``list`` of :class:`ClaimResult`, compared as a list) with its renderings:
+    :meth:`table` (terminal), :meth:`to_json`, :meth:`markdown`, :meth:`latex` and, in Jupyter, an HTML table of
+    the verdicts with the totals and the exit code ``attsvm check`` would give (``meta``: the run's settings,
+    e.g. seed, budget, device, recorded in the JSON)."""
+
+    def __init__(self, results: Iterable[ClaimResult] = (), **meta: Any) -> None:
+        super().__init__(results)
+        self.meta = dict(meta)
+
+    @property
+    def exit_code(self) -> int:
+        """What ``attsvm check`` exits with for these results: 0 when every verdict matches its expectation, else
+        1 (2, bad input, is decided before any claim runs)."""
+        return 0 if all(r.matches for r in self) else 1
+
+    def table(self) -> str:
+        return table(self)
+
+    def to_json(self) -> dict[str, Any]:
+        return to_json(self, **self.meta)
+
+    def markdown(self, title: str = "attsvm check") -> str:
+        return markdown(self, title)
+
+    def latex(self, standalone: bool = True) -> str:
+        return latex(self, standalone)
+
+    def __repr__(self) -> str:
+        return f"Report({summary(self)})"
+
+    def _repr_html_(self) -> str:
+        """One row per claim (id, origin, verdict in colour, examples, decided, worst margin, seconds, reason),
+        the totals, the exit code and, for each failure, its result (:func:`result_html`) folded."""
+        body = []
+        for r, cells in zip(self, rows(self)):
+            verdict = html.Markup(html.badge(r.verdict) + " " + html.escape(cells[2][len(r.verdict) :]))
+            body.append([html.code(cells[0]), cells[1], verdict, *cells[3:], r.reason])
+        fields = [
+            ("totals", summary(self)),
+            (
+                "exit code",
+                f"{self.exit_code}: "
+                + ("every verdict as expected" if self.exit_code == 0 else "a verdict is not as expected")
+                + " (attsvm check exits 0 iff every verdict matches its expectation, 1 otherwise, 2 on bad input)",
+            ),
+        ]
+        sections = [("claims", html.rows_table([*COLUMNS, "reason"], body))]
+        for r in self:
+            if r.verdict == "refuted" or r.unconfirmed or not r.matches:
+                head = f"<summary>{html.code(r.id)} {html.badge(r.verdict)}</summary>"
+                sections.append(("", f"<details>{head}{result_html(r)}</details>"))
+        return html.card("Report", "attsvm check", fields, sections)

@@ -34,6 +34,7 @@ from ..errors import InputError
 from .api import Claim, Outcome, outcome_error
 from .case import Case
 from .confirm import confirm
+from .report import Report
 from .verdict import ClaimResult, decided_text, rate_verdict
 
 BUDGETS = {"ci": 0.2, "default": 1.0, "thorough": 5.0}
@@ -327,10 +328,11 @@ def check(
     progress: Progress | None = None,
     allow_inconclusive: bool = False,
     db: Any = None,
-) -> list[ClaimResult]:
+) -> Report:
     """Run ``claims`` (dependency order); save failing cases under ``out`` (checked writable first: an
     :class:`~attsvm.errors.InputError` before anything runs); report progress; ``db`` the counterexample database
-    (:func:`run_claim`)."""
+    (:func:`run_claim`). Returns a :class:`~attsvm.claims.report.Report` (a list of the results, rendered as a
+    table in Jupyter, with the exit code ``attsvm check`` would give)."""
     from .discover import dependency_order
 
     b = resolve_budget(budget)
@@ -371,7 +373,7 @@ def check(
     finally:
         if progress is not None:
             progress.close()
-    return results
+    return Report(results, seed=seed, budget=budget, device=device)
 
 
 def replay(claim: Claim, npz: str | os.PathLike, *, device: str = "cpu") -> ClaimResult:

@@ -37,7 +37,7 @@ def decided_text(decided: dict[str, int], short: bool = False) -> str:
     return " + ".join(f"{v} {names.get(k, k)}" for k, v in decided.items() if v) or "0"
 
 
-@dataclass
+@dataclass(repr=False)
 class ClaimResult:
     """Everything ``attsvm check`` reports about one claim."""
 
@@ -108,6 +108,20 @@ class ClaimResult:
         if want == "refuted" and not self.confirmed:
             return "refuted without a confirmed counterexample"
         return None
+
+    def __repr__(self) -> str:
+        cx = f", counterexample={self.counterexample!r}" if self.counterexample else ""
+        return (
+            f"ClaimResult(id={self.id!r}, verdict={self.verdict!r}, expected={self.expected!r}, "
+            f"matches={self.matches}, examples={self.examples}, confirmed={self.confirmed}{cx})"
+        )
+
+    def _repr_html_(self) -> str:
+        """The verdict in colour, the reason, the examples, the counterexample as tables of its data, ...
+        (:func:`attsvm.claims.report.result_html`)."""
+        from .report import result_html
+
+        return result_html(self)
 
     def to_json(self) -> dict[str, Any]:
         """The per-claim object of ``attsvm check --json``."""

@@ -7,7 +7,9 @@ Usage::
     attsvm derive kkt --data DATA.npz [--alpha 0,2,1] [--latex FILE] [--standalone] [--markdown FILE] [--json]
 
 Derivations are discovered by path (``proofs/derivations/*.py``; see :func:`attsvm.paths.proofs_dir`).
-``--check`` re-verifies every selected derivation and exits 1 if any step fails. ``FILE`` may be ``-``
+``--check`` re-verifies every selected derivation and exits 1 if any step fails. ``--json`` lists every step with
+its ``name``, ``scope`` (``symbolic``: proved for general sizes; ``instances``: checked on concrete sizes;
+``premise``: not checked) and ``verified`` (null without ``--check``). ``FILE`` may be ``-``
 (standard output). Unknown names exit 2.
 """
 
@@ -127,48 +129,83 @@ def _table(derivs, checked: bool) -> None:
     for d in derivs:
         status = ("verified" if d.verified else "FAILED") if checked else "not checked"
         extra = f"{d.seconds:7.2f} s" if checked else ""
-        print(
-            f"{d.name:<{w}}  {status:<11}  {len(d.steps):2d} steps ({len(d.checked_steps)} checked)  {extra}  {d.title}"
-        )
+        sc = d.scopes()
+        prem = f"{sc['premise']} premise" + ("" if sc["premise"] == 1 else "s")
+        scopes = f"{sc['symbolic']} symbolic, {sc['instances']} on instances, {prem}"
+        print(f"{d.name:<{w}}  {status:<11}  {len(d.steps):2d} steps ({scopes})  {extra}  {d.title}")
 
 
 def _long(cert) -> bool:
-    return any(len(str(q)) > 40 for _, _, q in cert["multipliers"])
+    """Is some multiplier, entry of W or margin of ``cert`` printed as an enclosure rather than exactly?"""
+    from ..symbolic.enclosure import is_short
+
+    values = [q for _, _, q in cert["multipliers"]] + [q for row in cert["W"] for q in row]
+    values += [cert["min_other_margin"]] if cert.get("min_other_margin") is not None else []
+    return not all(is_short(q) for q in values)
 
 
 def _run_kkt(args) -> int:
+    """``derive kkt``: the exact certificate on stdout (long rationals as certified enclosures, ``--json`` exact),
+    the instance derivation as LaTeX/Markdown, and beside the first document file its exact values
+    (``out.tex`` -> ``out.exact.json``), all files in one transaction."""
+    import os
+
     from ..data import load
     from ..errors import InputError
+    from ..outputs import check_output_file, transaction
     from ..selection import parse_alpha
-    from ..symbolic.kkt_instance import certify_exact, derivation_of, display_rational
+    from ..symbolic.enclosure import show
+    from ..symbolic.kkt_instance import certify_exact, derivation_of, exact_path, exact_values, file_digest
 
     if not args.data:
         raise InputError("derive kkt needs --data FILE")
+    docs = [(opt, p) for opt, p in (("--latex", args.latex), ("--markdown", args.markdown)) if p and p != "-"]
+    exact = exact_path(docs[0][1]) if docs else None
+    if exact is not None:
+        if any(Path(p).resolve() == exact.resolve() for _, p in docs):
+            raise InputError(f"{docs[0][0]} {docs[0][1]}: the exact values go to {exact}; name the document otherwise")
+        check_output_file(exact, docs[0][0] + " (exact values)")
     # --alpha becomes the data set's selection (ties then allowed, the same loader as 'attsvm solve')
     ds = load(args.data, parse_alpha(args.alpha))
     cert, ex = certify_exact(ds, None)
-    d = derivation_of(ex, alpha=cert.get("alpha"))
-    d.verify()
+
+    def build(doc: str | None):
+        name = None if exact is None else (os.path.relpath(exact, Path(doc).parent) if doc else str(exact))
+        d = derivation_of(ex, alpha=cert.get("alpha"), exact_file=name)
+        d.verify()
+        return d
+
+    d = build(docs[0][1] if docs else None)
     verified = bool(cert["verified"] and d.verified)
     cert["verified"] = verified
     outputs = []
     if args.latex:
-        outputs.append((args.latex, d.latex(standalone=args.standalone)))
+        dl = d if not docs or docs[0][1] == args.latex or args.latex == "-" else build(args.latex)
+        outputs.append((args.latex, dl.latex(standalone=args.standalone)))
     if args.markdown:
-        outputs.append((args.markdown, d.markdown()))
-    for path, text in outputs:
-        _write(path, text)
+        dm = d if not docs or docs[0][1] == args.markdown or args.markdown == "-" else build(args.markdown)
+        outputs.append((args.markdown, dm.markdown()))
+    if exact is not None:
+        values = exact_values(ex, cert.get("alpha"), {"path": str(args.data), "sha256": file_digest(args.data)})
+        outputs.append((str(exact), json.dumps(values, indent=1) + "\n"))
+        cert["exact_values_file"] = str(exact)
+    with transaction():  # the documents and their exact values: all or none
+        for path, text in outputs:
+            _write(path, text)
     if args.json:
         print(json.dumps(cert, indent=2))
     elif not any(p == "-" for p, _ in outputs):
         print(f"Att-SVM exact KKT: {'verified' if verified else 'NOT verified'} ({cert['source']})")
         print(f"  active constraints (i,t): {cert['active']}")
         for i, t, q in cert["multipliers"]:
-            print(f"  lambda[{i},{t}] = {display_rational(q)}")
-        print("  W = [" + "; ".join(", ".join(display_rational(q) for q in row) for row in cert["W"]) + "]")
-        print(f"  min other margin = {display_rational(cert['min_other_margin'])}")
+            print(f"  lambda[{i},{t}] {show(q)}")
+        for r, row in enumerate(cert["W"]):
+            for c, q in enumerate(row):
+                print(f"  W[{r},{c}] {show(q)}")
+        print(f"  min other margin {show(cert['min_other_margin'])}")
         if _long(cert):
-            print("  (--json gives the exact values in full)")
+            where = f"in {exact} and with --json" if exact is not None else "with --json"
+            print(f"  (intervals are certified enclosures; the exact values are {where})")
     if not verified:
         bad = [k for k, v in cert.get("checks", {}).items() if not v] or d.failures()
         sys.stderr.write(f"error: exact KKT certificate failed: {bad}\n")

@@ -5,7 +5,7 @@ A batch file (leading axis B) runs all its data sets concurrently; ``--json`` pr
 (``K``, ``Q`` for ``--param KQ``; ``p`` (and ``v``) for the prompt parametrisations; ``trajectory``
 with ``--record-every``). Every number printed is finite (a non-finite value would be ``null``).
 
-``--alpha SEL`` names the target selection, as ``attsvm solve --alpha`` (:func:`attsvm.selection.parse_alpha`,
+``--alpha SEL`` names the data's selection, as ``attsvm solve --alpha`` (:func:`attsvm.selection.parse_alpha`,
 also exported as ``attsvm.cli.solve.parse_alpha``; loading by :func:`attsvm.data.load` with that selection):
 ``opt`` (the file's ``alpha`` if any, else the optimal tokens), ``i0,i1,...`` (one token per input; n*K for
 sequence/causal data, row-major; broadcast over a batch, or B*n of them) or a ``.npy``/``.txt``/``.json`` file.
@@ -13,9 +13,23 @@ It also admits data with a tie for the optimal token (without it a tie is bad in
 pass ``--alpha``). Each run then reports ``selection_matches_alpha``: whether GD's final selection
 $\arg\max_ts_{it}$ equals the target in every row (a column ``=alpha`` in the table).
 
-Exit 0 on success; 1 when some run stopped ``non-finite`` (its output is that of its last finite iterate,
-and one ``error:`` line names the runs, e.g. ``error: run 0: non-finite values at step 3 (parameters
-overflowed; lower --lr or rescale the data)``); 2 on bad input, including data or settings whose scores,
+``--target SEL`` (``opt``: $\arg\max_t\gamma_{it}$ per input, whatever the file's ``alpha``, a tie being bad
+input; ``i0,i1,...`` or a file as for ``--alpha``: :func:`attsvm.selection.selection_for`) adds per run
+``corr_target`` $=\mathrm{corr}(W,W^{mm}_{\rm target})=\langle W,W^{mm}\rangle/(\|W\|_F\|W^{mm}\|_F)$ and
+``corr_final`` (the same with the SVM of the selection GD ended on), with ``target_status`` / ``final_status``
+``optimal``, ``infeasible`` (then the corr is null, never a number) or ``solver-error``, plus
+``target_selection`` and ``selection_matches_target``. The SVM is the Frobenius Att-SVM for ``--param W``, the
+nuclear-norm Att-SVM$^\star$ for ``KQ`` ($W=KQ^\top$) and the prompt SVM $p^{mm}$ for ``p``
+(:class:`TargetSolver`, one solve per distinct data set and selection). The Att-SVM$^\star$ solution set may
+hold more than one point, so ``KQ`` runs also get ``nuc_gap_target`` / ``nuc_gap_final``
+(:meth:`TargetSolver.compare`), which do not depend on the solver's choice. The table's columns and the exit
+codes are explained in ``attsvm gd --help`` (:data:`EPILOG`). A progress display goes to stderr once a run has
+taken ``ATTSVM_PROGRESS_DELAY`` seconds (default 2; :mod:`attsvm.progress`), unless ``--quiet``.
+
+Exit 0 on success (an infeasible ``--target`` SVM included); 1 when some run stopped ``non-finite`` (its output
+is that of its last finite iterate, and one ``error:`` line names the runs, e.g. ``error: run 0: non-finite
+values at step 3 (parameters overflowed; lower --lr or rescale the data)``) or a ``--target`` SVM solve failed
+(the same line names those runs too); 2 on bad input, including data or settings whose scores,
 logits or parameters would leave float64 (one ``error:`` line naming the field and the bound).
 """
 
@@ -29,35 +43,145 @@ from typing import Any
 
 import numpy as np
 
+EPILOG = """\
+output columns (one row per run; run b is data set b of the file, in file order):
+  run           index of the data set in the file (0 for a single data set)
+  steps         updates taken (fewer than --steps when the run stopped early)
+  stop          why the run stopped: 'steps' (all --steps taken); 'underflow' (the update is lost in
+                floating point for every factor: gd/md reached a fixed point of the float iteration, ngd a
+                true stationary point); 'non-finite' (update k+1 overflowed: the row shows the last finite
+                iterate, and the exit code is 1)
+  loss          training loss (1/N) sum_i l(u_i) at the final iterate (N = inputs, or queries for sequence
+                and causal data)
+  norm          ||W||_F of the final iterate (W = K Q^T for KQ), ||p|| for p and vp
+  stuck         the number of inputs (query rows) GD has locked onto a wrong token: the final selection
+                argmax_t s_it is not opt_i (the highest-score token gamma_it; with --alpha on tied data, the
+                first tied token) while the softmax is saturated, 1 - max_t s_it < 1e-8 (evaluated as
+                log sum_{t != argmax} s_it < log 1e-8, exact far past underflow). Such an input adds only
+                ~exp(-c ||W||) to the gradient, so further steps hardly move it: a trap (docs/gd.md).
+  =alpha        (with --alpha) the final selection equals the --alpha selection in every row
+  corr(target)  (with --target) corr(W, W^mm_target) = <W, W^mm>/(||W||_F ||W^mm||_F), W the final
+                iterate and W^mm the SVM solution of the target selection: the Frobenius Att-SVM for
+                --param W, the nuclear-norm Att-SVM* for KQ (W = K Q^T), the prompt SVM p^mm for p
+                (vectors); 'infeasible' when that SVM is infeasible (Farkas-certified; never a number),
+                'solver-err' when the solver failed, '-' when W or W^mm is zero (no direction). The
+                Att-SVM* solution set may hold more than one point, so for KQ corr is with the solver's
+                point; --json adds nuc_gap_target / nuc_gap_final = ||W||_*/(m(W) OPT_*) - 1 with
+                m(W) = min_{i,t} <W, A_it> (0 exactly when W's direction solves Att-SVM*; null when
+                m(W) <= 0, i.e. W does not select that selection)
+  =target       (with --target) the final selection equals the target selection in every row
+  corr(final)   (with --target) the same correlation with the SVM solution of the final selection, the
+                selection GD ended on (same rules)
+  selection     the final selection argmax_t s_it, one token index per input (query row)
+--target costs one SVM solve per distinct (data set, selection) pair (about 1 ms Frobenius, 10 ms nuclear
+for n=6, T=8, d=10), so correlations are computed only when it is given. Runs longer than a few seconds
+show progress on stderr (one updating line on a terminal, a line per 10% otherwise; the delay before it
+appears is ATTSVM_PROGRESS_DELAY seconds, default 2; --quiet turns it off). It never changes the numbers.
+
+exit codes: 0 success (an infeasible target SVM is an answer, shown per run, not an error); 1 some run
+stopped non-finite, or an SVM solve for --target failed (one error: line on stderr naming the runs; the
+table or JSON is printed first); 2 bad input (one error: line, nothing on stdout).
+"""
+
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "gd",
         help="run gradient descent on attention (batched)",
         description="Run GD / normalised GD / mirror descent on W, (K,Q), p or (v,p); batch files run concurrently.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("data", metavar="DATA", help="data set file (.npz or .json; a leading batch axis runs them all)")
-    p.add_argument("--param", choices=["W", "KQ", "p", "vp"], default="W")
-    p.add_argument("--algo", choices=["gd", "ngd", "md"], default="ngd")
-    p.add_argument("--q", type=float, default=None, help="l_q potential of mirror descent (q > 1)")
-    p.add_argument("--lr", default="0.1", help="step size, or '1/L' for 1/L_W per data set (default 0.1)")
-    p.add_argument("--steps", type=int, default=2000)
-    p.add_argument("--m", type=int, default=None, help="width of K, Q (default d)")
-    p.add_argument("--ridge", type=float, default=0.0, help="ridge lambda on the squared parameter norms")
-    p.add_argument("--loss", choices=["logistic", "exponential", "correlation"], default="logistic")
     p.add_argument(
-        "--alpha", default=None, metavar="SEL", help="target selection: opt | i0,i1,... | FILE (admits tied data)"
+        "--param",
+        choices=["W", "KQ", "p", "vp"],
+        default="W",
+        help="what is trained: W (attention matrix), KQ (W = K Q^T, width --m), p (prompt), vp (head v and "
+        "prompt p jointly) (default: %(default)s)",
     )
-    p.add_argument("--init", default="zero", help="zero | random | FILE (.npy array W0/p0, or .npz with W|K,Q|p|v,p)")
-    p.add_argument("--init-scale", type=float, default=None, help="scale of the random initialisation (0.1)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--record-every", type=int, default=None, metavar="K", help="record a trajectory every K steps")
-    p.add_argument("--device", default="cpu", help="cpu | cuda")
-    p.add_argument("--dtype", choices=["float64", "float32"], default="float64")
     p.add_argument(
-        "--threads", type=int, default=1, help="torch CPU threads for the run (default 1; all cores for big batches)"
+        "--algo",
+        choices=["gd", "ngd", "md"],
+        default="ngd",
+        help="gd: plain gradient descent; ngd: normalised GD (unit-norm steps per factor, direction in the log "
+        "domain); md: l_q mirror descent (W and p; needs --q) (default: %(default)s)",
     )
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument(
+        "--q", type=float, default=None, help="exponent of the mirror-descent potential ||W||_q^q/q, q > 1 "
+        "(default: none; required by --algo md)"
+    )  # fmt: skip
+    p.add_argument(
+        "--lr", default="0.1", help="step size eta (a positive number), or '1/L' for 1/L_W of each data set "
+        "(default: %(default)s)"
+    )  # fmt: skip
+    p.add_argument(
+        "--steps", type=int, default=2000, metavar="N", help="number of updates per run (default: %(default)s)"
+    )
+    p.add_argument("--m", type=int, default=None, help="width of K and Q for --param KQ (default: d)")
+    p.add_argument(
+        "--ridge",
+        type=float,
+        default=0.0,
+        metavar="LAMBDA",
+        help="ridge penalty lambda on the squared parameter norms, all factors (default: %(default)s)",
+    )
+    p.add_argument(
+        "--loss",
+        choices=["logistic", "exponential", "correlation"],
+        default="logistic",
+        help="l(u): log(1+e^-u), e^-u, or -u (default: %(default)s)",
+    )
+    p.add_argument(
+        "--alpha",
+        default=None,
+        metavar="SEL",
+        help="the data's selection: opt (the file's alpha, else the optimal tokens) | i0,i1,... | FILE; admits "
+        "data with a tie for the optimal token, and adds the column =alpha (default: the file's alpha, if any)",
+    )
+    p.add_argument(
+        "--target",
+        default=None,
+        metavar="SEL",
+        help="report corr(W, W^mm) with the SVM of this selection and of the final one: opt (argmax_t gamma_it "
+        "per input; a tie is bad input) | i0,i1,... (one token per input, n*K row-major for sequence/causal "
+        "data, broadcast over a batch or B*n of them) | FILE (.npy, .json or .txt of integers, same layout) "
+        "(default: none, no correlations)",
+    )
+    p.add_argument(
+        "--init",
+        default="zero",
+        help="initial point: zero | random | FILE (.npy array W0/p0, or .npz with W | K,Q | p | v,p) "
+        "(default: %(default)s)",
+    )
+    p.add_argument(
+        "--init-scale",
+        type=float,
+        default=None,
+        metavar="S",
+        help="standard deviation of the random factors (default: 0.1; also K0 for --init zero with KQ)",
+    )
+    p.add_argument(
+        "--seed", type=int, default=0, help="seed of the random initialisation (numpy; device-independent) "
+        "(default: %(default)s)"
+    )  # fmt: skip
+    p.add_argument(
+        "--record-every",
+        type=int,
+        default=None,
+        metavar="K",
+        help="record a trajectory every K steps into the JSON output (default: none)",
+    )
+    p.add_argument("--device", default="cpu", help="cpu | cuda | cuda:N (default: %(default)s)")
+    p.add_argument("--dtype", choices=["float64", "float32"], default="float64", help="(default: %(default)s)")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch CPU threads for the run; more help big batches (default: %(default)s)",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress display on stderr (default: shown after 2 s)")
+    p.add_argument("--json", action="store_true", help="machine-readable output on stdout (default: a table)")
     return p
 
 
@@ -122,12 +246,104 @@ def _tolist(a):
     return out.tolist()
 
 
+#: the SVM whose solution --target compares with, by --param
+SVM_OF_PARAM = {"W": "fro", "KQ": "nuc", "p": "prompt"}
+
+
+class TargetSolver:
+    r"""SVM solutions for ``--target``: the Frobenius Att-SVM $W^{mm}_\alpha$ (``fro``), the nuclear-norm
+    Att-SVM$^\star$ (``nuc``) or the prompt SVM $p^{mm}_\alpha$ (``prompt``) of one data set of the batch and a
+    selection, each solved once per distinct (data set, selection) pair (:meth:`get`), and the comparison of a
+    final iterate with it (:meth:`compare`)."""
+
+    def __init__(self, ds, svm: str):
+        self.items = list(ds) if ds.batched else [ds]
+        self.svm = svm
+        self.cache: dict[tuple[bytes, bytes], tuple[str, np.ndarray | None, float | None]] = {}
+        self.errors: dict[int, str] = {}
+        self._digest: dict[int, bytes] = {}
+
+    def key(self, b: int, sel: np.ndarray) -> tuple[bytes, bytes]:
+        """(digest of data set ``b``'s arrays, selection bytes): equal data sets of a batch share their solves."""
+        if b not in self._digest:
+            import hashlib
+
+            it = self.items[b]
+            h = hashlib.sha256(it.kind.encode())
+            for a in (it.X, it.Y, it.Z, it.v):
+                h.update(repr(a.shape).encode())
+                h.update(np.ascontiguousarray(a, dtype=np.float64).tobytes())
+            self._digest[b] = h.digest()
+        return self._digest[b], np.ascontiguousarray(sel, dtype=np.int64).tobytes()
+
+    def get(self, b: int, sel: np.ndarray) -> tuple[str, np.ndarray | None, float | None]:
+        r"""``(status, solution, objective)``: ``"optimal"`` with the (d,d) matrix or (d,) vector and its norm
+        ($\|W\|_F^2$, $\|W\|_\star$ or $\|p\|^2$); ``"infeasible"`` (Farkas-certified by the solver) or
+        ``"solver-error"`` (:class:`~attsvm.errors.SolverError`, first message line in ``errors[b]``) with None."""
+        from ..errors import SolverError
+        from ..svm import solve
+
+        k = self.key(b, sel)
+        if k not in self.cache:
+            it = self.items[b]
+            sel = np.asarray(sel, dtype=np.int64).reshape(np.shape(it.opt))
+            norm = "nuc" if self.svm == "nuc" else "fro"
+            program = (
+                "prompt" if self.svm == "prompt" else {"sequence": "seq", "causal": "causal"}.get(it.kind, "attsvm")
+            )
+            try:
+                sol = solve(it, sel, norm, program)
+            except SolverError as exc:
+                self.errors.setdefault(b, str(exc).strip().splitlines()[0] if str(exc).strip() else "solver error")
+                self.cache[k] = ("solver-error", None, None)
+            else:
+                if sol.status != "optimal":
+                    self.cache[k] = ("infeasible", None, None)
+                else:
+                    vec = sol.extra["p"] if self.svm == "prompt" else sol.W
+                    self.cache[k] = ("optimal", np.asarray(vec, dtype=np.float64), sol.objective)
+        return self.cache[k]
+
+    def compare(self, b: int, sel: np.ndarray, final: np.ndarray) -> tuple[str, float | None, float | None]:
+        r"""``(status, corr, nuc_gap)`` of the final iterate against the SVM of selection ``sel``:
+        $\mathrm{corr}=\langle W,W^{mm}\rangle/(\|W\|_F\|W^{mm}\|_F)$ (None unless optimal, or at a zero), and for the
+        nuclear SVM $\|W\|_\star/(m(W)\,\mathrm{OPT}_\star)-1$ with $m(W)=\min_{i,t\ne\alpha_i}\langle W,A_{it}\rangle$:
+        0 exactly when the direction of $W$ solves Att-SVM$^\star$, whose solution set may hold more than one point
+        (None when $m(W)\le0$: $W$ does not separate the selection)."""
+        status, sol, obj = self.get(b, sel)
+        if status != "optimal" or sol is None:
+            return status, None, None
+        import torch
+
+        from ..gd import corr_t
+
+        t = lambda x: torch.as_tensor(np.asarray(x, dtype=np.float64)[None])  # noqa: E731
+        corr = _num(corr_t(t(final), t(sol))[0])
+        gap = None
+        if self.svm == "nuc" and obj is not None and obj > 0:
+            from ..norms import frobenius_norm, nuclear_norm
+            from ..svm.constraints import build
+
+            scale = frobenius_norm(final)
+            it = self.items[b]
+            cons = build(it, np.asarray(sel, dtype=np.int64).reshape(np.shape(it.opt)))
+            if scale > 0 and np.isfinite(scale) and cons.m > 0:
+                Wn = np.asarray(final, dtype=np.float64) / scale
+                with np.errstate(all="ignore"):
+                    m = float(np.min(cons.margins(Wn)))
+                if m > 0 and np.isfinite(m):
+                    gap = _num(nuclear_norm(Wn) / (m * obj) - 1.0)
+        return status, corr, gap
+
+
 def run(args: argparse.Namespace) -> int:
-    """Run ``attsvm gd`` (module docstring): print the runs; return 0, or 1 when a run stopped non-finite."""
+    """Run ``attsvm gd`` (module docstring): print the runs; return 0, 1 when a run stopped non-finite or a
+    ``--target`` solve failed, 2 (InputError) on bad input."""
     from ..data import load
     from ..errors import InputError
     from ..gd import run as gd_run
-    from ..selection import parse_alpha
+    from ..progress import Progress, delay_from_env
+    from ..selection import parse_alpha, selection_for
 
     alpha = parse_alpha(args.alpha)
     ds = load(args.data, alpha)
@@ -139,6 +355,25 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--threads must be a positive integer")
     if args.algo == "md" and args.q is None:
         raise InputError("--algo md needs --q (the l_q potential, q > 1)")
+    solver = None
+    if args.target is not None:
+        if args.param not in SVM_OF_PARAM:
+            raise InputError(f"--target is available for --param W, KQ and p, got {args.param}")
+        if args.param == "p" and ds.kind not in ("cross", "self"):
+            raise InputError(
+                f"--target with --param p needs cross- or self-attention data (the prompt SVM), got {ds.kind}"
+            )
+        tsel = selection_for(ds, args.target, "--target")
+        tflat = tsel.reshape(ds.batch_size or 1, -1)  # flat rows, as GD's selection
+        solver = TargetSolver(ds, SVM_OF_PARAM[args.param])
+    prog = Progress("gd", enabled=not args.quiet, delay=delay_from_env(), min_interval=0.2, eta=True)
+    B = ds.batch_size or 1
+    if solver is not None:
+        for b in range(B):
+            prog.update("SVM solves (target)", b, B)
+            solver.get(b, tflat[b])
+        prog.update("SVM solves (target)", B, B)
+    stage = f"{B} run{'s' if B != 1 else ''}, steps"
     res = gd_run(
         ds,
         param=args.param,
@@ -156,7 +391,9 @@ def run(args: argparse.Namespace) -> int:
         device=args.device,
         dtype=args.dtype,
         threads=args.threads,
+        progress=lambda k, total: prog.update(stage, k, total),
     )
+    prog.close()
     target = None
     if args.alpha is not None:
         sel = np.asarray(ds.flat().alpha)
@@ -175,6 +412,16 @@ def run(args: argparse.Namespace) -> int:
         )
         if target is not None:
             r["selection_matches_alpha"] = bool(np.array_equal(res.selection[b], target[b]))
+        if solver is not None:
+            final = res.p[b] if args.param == "p" else res.W[b]
+            st, corr, gap = solver.compare(b, tflat[b], final)
+            r.update(target_selection=tflat[b].tolist(), target_status=st, corr_target=corr)
+            r["selection_matches_target"] = bool(np.array_equal(res.selection[b], tflat[b]))
+            prog.update("SVM solves (final selection)", b, res.B)
+            st_f, corr_f, gap_f = solver.compare(b, res.selection[b], final)
+            r.update(final_status=st_f, corr_final=corr_f)
+            if solver.svm == "nuc":
+                r.update(nuc_gap_target=gap, nuc_gap_final=gap_f)
         if res.trajectory:
             tr = res.trajectory
             r["trajectory"] = {"step": tr["step"].tolist()}
@@ -182,24 +429,57 @@ def run(args: argparse.Namespace) -> int:
                 if k != "step":
                     r["trajectory"][k] = _tolist(v[:, b])
         runs.append(r)
-    line = _nonfinite_line(res)
+    if solver is not None:
+        prog.update("SVM solves (final selection)", res.B, res.B)
+    prog.close()
+    lines = [x for x in (_nonfinite_line(res), _solver_line(solver)) if x is not None]
     if args.json:
-        out = {"param": args.param, "algo": args.algo, "device": args.device, "seconds": res.seconds, "runs": runs}
+        out = {"param": args.param, "algo": args.algo, "device": args.device, "seconds": res.seconds}
+        if solver is not None:
+            out.update(target=args.target, svm=solver.svm)
+        out["runs"] = runs
         sys.stdout.write(json.dumps(out, allow_nan=False) + "\n")
     else:
-        w = sys.stdout.write
-        fmt = lambda x: f"{x:>12.6g}" if x is not None else f"{'-':>12}"  # noqa: E731
-        col = f" {'=alpha':>6}" if target is not None else ""
-        w(f"attsvm gd: param={args.param} algo={args.algo} runs={res.B} ({res.seconds:.2f} s)\n")
-        w(f"{'run':>4} {'steps':>7} {'stop':>11} {'loss':>12} {'norm':>12} {'stuck':>5}{col}  selection\n")
-        for b, r in enumerate(runs):
-            match = f" {str(r['selection_matches_alpha']):>6}" if target is not None else ""
-            w(
-                f"{b:>4} {r['steps']:>7} {r['stop_reason']:>11} {fmt(r['loss'])} {fmt(r['norm'])} "
-                f"{sum(map(bool, r['stuck'])):>5}{match}  {r['selection']}\n"
-            )
-    if line is not None:
+        _table(args, res, runs, target is not None, solver is not None)
+    if lines:
         sys.stdout.flush()
-        sys.stderr.write(f"error: {line}\n")
+        sys.stderr.write(f"error: {'; '.join(lines)}\n")
         return 1
     return 0
+
+
+def _solver_line(solver: TargetSolver | None) -> str | None:
+    """One line naming the runs whose --target SVM solve failed (at most 5 listed), or None."""
+    if solver is None or not solver.errors:
+        return None
+    bad = sorted(solver.errors)
+    parts = [f"run {b}: SVM solve failed ({solver.errors[b]})" for b in bad[:5]]
+    more = f"; and {len(bad) - 5} more runs" if len(bad) > 5 else ""
+    return "; ".join(parts) + more
+
+
+def _table(args: argparse.Namespace, res, runs: list[dict[str, Any]], alpha: bool, target: bool) -> None:
+    """The text table (columns explained in the epilog of ``attsvm gd --help``)."""
+    w = sys.stdout.write
+    fmt = lambda x: f"{x:>12.6g}" if x is not None else f"{'-':>12}"  # noqa: E731
+
+    def corr(r: dict[str, Any], status: str, value: str) -> str:
+        if r[status] == "optimal":
+            return f"{r[value]:>12.9f}" if r[value] is not None else f"{'-':>12}"
+        return f"{'solver-err' if r[status] == 'solver-error' else r[status]:>12}"
+
+    svm = {"fro": "Att-SVM (Frobenius)", "nuc": "Att-SVM* (nuclear norm)", "prompt": "prompt SVM"}
+    extra = f" target={args.target} svm={svm[SVM_OF_PARAM[args.param]]}" if target else ""
+    w(f"attsvm gd: param={args.param} algo={args.algo} runs={res.B} ({res.seconds:.2f} s){extra}\n")
+    head = f"{'run':>4} {'steps':>7} {'stop':>11} {'loss':>12} {'norm':>12} {'stuck':>5}"
+    head += f" {'=alpha':>6}" if alpha else ""
+    head += f" {'corr(target)':>12} {'=target':>7} {'corr(final)':>12}" if target else ""
+    w(head + "  selection\n")
+    for b, r in enumerate(runs):
+        row = f"{b:>4} {r['steps']:>7} {r['stop_reason']:>11} {fmt(r['loss'])} {fmt(r['norm'])} "
+        row += f"{sum(map(bool, r['stuck'])):>5}"
+        row += f" {str(r['selection_matches_alpha']):>6}" if alpha else ""
+        if target:
+            row += f" {corr(r, 'target_status', 'corr_target')} {str(r['selection_matches_target']):>7}"
+            row += f" {corr(r, 'final_status', 'corr_final')}"
+        w(row + f"  {r['selection']}\n")

@@ -1,10 +1,13 @@
 """``attsvm reproduce NAME``: run one of the papers' experiments (``numerics/NAME.py``) or ``all``.
 
-Writes ``DIR/NAME.png`` (figure), ``DIR/NAME.json`` (the numbers behind it) and ``DIR/NAME.manifest.json``
-(package versions, device, seeds, git revision, wall time), the three all or none. Exit 0 when the paper's
-qualitative claims hold on the run, 1 when a check failed, 2 on bad input (an unknown name, a spec that does not
-import, an ``--out`` folder that cannot be written: checked before anything runs). Ctrl-C stops the run and its
-worker processes (``error: interrupted``, exit 130) and leaves no partial file.
+Writes the figure in each ``--format`` (default ``png,pdf``; PNG at ``--dpi``, default 200) as ``DIR/NAME.png``,
+``DIR/NAME.pdf``, ``DIR/NAME.svg``, its caption ``DIR/NAME.caption.md`` (what every line, band and marker shows,
+and the sizes run), ``DIR/NAME.json`` (the numbers behind it) and ``DIR/NAME.manifest.json`` (package versions,
+device, seeds, git revision, wall time, the figure files with format and dpi), all or none. Exit 0 when the
+paper's qualitative claims hold on the run, 1 when a check failed, 2 on bad input (an unknown name or format, a
+``--dpi`` outside 50..1200, a spec that does not import, an ``--out`` folder that cannot be written: checked
+before anything runs). Ctrl-C stops the run and its worker processes (``error: interrupted``, exit 130) and
+leaves no partial file.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import json
 import sys
 
 from ..experiments import NAMES  # stdlib + numpy only at import time
+from ..figures import DEFAULT_DPI, DEFAULT_FORMATS, FORMATS, MAX_DPI, MIN_DPI
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -25,6 +29,18 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("name", metavar="NAME", help=f"experiment: {', '.join(NAMES)}, or all")
     p.add_argument("--smoke", action="store_true", help="small sizes (CI) that still show the qualitative result")
     p.add_argument("--out", default="reproduce-out", help="output folder (default: ./reproduce-out)")
+    p.add_argument(
+        "--format",
+        default=",".join(DEFAULT_FORMATS),
+        metavar="LIST",
+        help=f"figure formats, a comma list of {', '.join(FORMATS)} (default: {','.join(DEFAULT_FORMATS)})",
+    )
+    p.add_argument(
+        "--dpi",
+        default=str(DEFAULT_DPI),
+        metavar="N",
+        help=f"PNG resolution, {MIN_DPI}..{MAX_DPI} (default: {DEFAULT_DPI})",
+    )
     p.add_argument("--seeds", type=int, default=None, metavar="N", help="number of independent runs/instances")
     p.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
     p.add_argument("--workers", type=int, default=None, help="processes for the SVM solves (default: min(2, cores))")
@@ -37,6 +53,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def run(args) -> int:
     from ..errors import InputError
     from ..experiments import check_outputs, discover, reproduce
+    from ..figures import check_dpi, parse_formats
 
     if args.device not in ("cpu", "cuda") and not str(args.device).startswith("cuda:"):
         raise InputError(f"--device must be cpu or cuda, got {args.device!r}")
@@ -44,6 +61,8 @@ def run(args) -> int:
         raise InputError(f"--seeds must be a positive integer, got {args.seeds}")
     if args.workers is not None and args.workers < 1:
         raise InputError(f"--workers must be a positive integer, got {args.workers}")
+    formats = parse_formats(args.format)
+    dpi = check_dpi(args.dpi)
     known = discover(args.numerics)
     if args.name == "all":
         names = [n for n in NAMES if n in known] + sorted(set(known) - set(NAMES))
@@ -51,7 +70,7 @@ def run(args) -> int:
         names = [args.name]
     else:
         raise InputError(f"unknown experiment {args.name!r} (known: {', '.join(sorted(known))}, all)")
-    check_outputs(names, args.out)  # every output path, before the first experiment runs
+    check_outputs(names, args.out, formats=formats)  # every output path, before the first experiment runs
     reports = []
     for name in names:
         rep = reproduce(
@@ -64,11 +83,14 @@ def run(args) -> int:
             workers=args.workers,
             folder=args.numerics,
             argv=sys.argv,
+            formats=formats,
+            dpi=dpi,
         )
         reports.append(rep)
         if not args.json:
             status = "ok" if rep.ok else "FAILED: " + "; ".join(rep.failures)
-            print(f"{name:10s} {rep.wall_s:8.1f}s  {rep.files['png']}  {status}")
+            shown = [rep.files[f] for f in formats] + [rep.files["caption"]]
+            print(f"{name:10s} {rep.wall_s:8.1f}s  {' '.join(shown)}  {status}")
     ok = all(r.ok for r in reports)
     if args.json:
         print(json.dumps({"ok": ok, "experiments": [r.to_json() for r in reports]}, indent=1))

@@ -32,14 +32,17 @@ So a run either runs correctly, or is refused with one line naming the field and
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
 
+from .. import html
 from ..data import Dataset
 from ..errors import InputError
+from ..tables import CDOTS, Math, keep, norm_label, number, vector_math
 from .algorithms import ALGOS, Problem, W_of, dual_of_primal, forward, step
 from .init import PARAMS, initial_params
 from .model_torch import LOSSES, TorchData, corr_t, loss_value_t
@@ -51,7 +54,7 @@ STOP_REASONS = ("steps", "underflow", "target_corr", "non-finite")
 NONFINITE = ("", "parameters overflowed", "logits overflowed", "loss overflowed")
 
 
-@dataclass
+@dataclass(repr=False)
 class GDResult:
     """Final iterate and summaries (numpy, leading batch axis B; N = flat rows, one per query)."""
 
@@ -83,6 +86,68 @@ class GDResult:
     def params(self, b: int) -> dict[str, np.ndarray]:
         """Parameters of run ``b`` as a dict (keys W, K, Q, p, v when present)."""
         return {k: getattr(self, k)[b] for k in ("W", "K", "Q", "p", "v") if getattr(self, k) is not None}
+
+    # ------------------------------------------------------------------ display
+    def _stop_text(self, b: int) -> str:
+        why = self.stop_reason[b]
+        if why == "non-finite" and self.nonfinite and self.nonfinite[b]:
+            at = "" if self.nonfinite_step is None else f" at update {int(self.nonfinite_step[b])}"
+            why += f" ({self.nonfinite[b]}{at})"
+        return why
+
+    def __repr__(self) -> str:
+        def short(a: Any) -> str:
+            head = ", ".join(str(number(x, 6)) for x in np.asarray(a).ravel()[:4])
+            return "[" + head + (", ..." if self.B > 4 else "") + "]"
+
+        return (
+            f"GDResult(param={self.param!r}, algo={self.algo!r}, B={self.B}, steps={short(self.steps)}, "
+            f"stop_reason={self.stop_reason[:4]}{' ...' if self.B > 4 else ''}, loss={short(self.loss)}, "
+            f"norm={short(self.norm)})"
+        )
+
+    def _repr_html_(self) -> str:
+        r"""Parameterisation and algorithm; for one run its steps, stop reason, final loss, norm, the selection
+        reached ($\arg\max_t s_{it}$ per query), stuck queries and the final iterate abbreviated; for a batch a
+        table with one row per run (abbreviated)."""
+        nl = norm_label("2", "p") if self.param in ("p", "vp") else norm_label("F", "W")
+        rows = []
+        for b in keep(self.B, 8):
+            if b is None:
+                rows.append([CDOTS] * 8)
+                continue
+            rows.append(
+                [
+                    b,
+                    int(self.steps[b]),
+                    self._stop_text(b),
+                    float(self.loss[b]),
+                    float(self.norm[b]),
+                    Math(vector_math(self.selection[b], 4, 8)),
+                    f"{int(np.sum(self.stuck[b]))} of {self.stuck.shape[-1]}",
+                    float(np.min(self.max_softmax[b])),
+                ]
+            )
+        if self.B == 1:
+            r = rows[0]
+            fields = [
+                ("steps", r[1]),
+                ("stop reason", r[2]),
+                ("final loss", r[3]),
+                ("norm", Math(nl + "=" + number(r[4], 6))),
+                ("selection reached", r[5]),
+                ("stuck queries", r[6]),
+                ("smallest max softmax", r[7]),
+                ("step size", None if self.lr is None else float(self.lr[0])),
+                ("seconds", round(float(self.seconds), 3)),
+            ]
+            name = "W" if self.W is not None else ("p" if self.p is not None else None)
+            sections = [] if name is None else [(f"final {name}", html.array(getattr(self, name)[0]))]
+        else:
+            fields = [("runs", self.B), ("seconds", round(float(self.seconds), 3))]
+            head = ["run", "steps", "stop reason", "final loss", Math(nl), "selection reached", "stuck", "min max s"]
+            sections = [("runs", html.rows_table(head, rows))]
+        return html.card("GDResult", f"parameterisation {self.param}, algorithm {self.algo}", fields, sections)
 
 
 def device_of(device: str) -> torch.device:
@@ -213,12 +278,16 @@ def run(
     dtype: str = "float64",
     record_params: bool = False,
     threads: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> GDResult:
     r"""Run ``algo`` on ``param`` for every data set of ``ds`` at once (see the module and package docs).
 
     Returns a :class:`GDResult` whose arrays have a leading batch axis (B=1 for a single data set).
     ``threads``: torch CPU threads during the run (default 1: the per-step tensors are small, and one
-    thread per process is fastest on a shared machine); the previous setting is restored afterwards."""
+    thread per process is fastest on a shared machine); the previous setting is restored afterwards.
+    ``progress``: called as ``progress(k, steps)`` with $k=0,1,\dots$ updates done, before update $k+1$; the last
+    call has ``k == steps``, or a smaller $k$ when every data set stopped earlier. It receives Python integers
+    only (no device synchronisation) and cannot change the iterates."""
     if threads is not None and (int(threads) != threads or threads < 1):
         raise InputError(f"threads must be a positive integer, got {threads!r}")
     before = torch.get_num_threads()
@@ -250,6 +319,7 @@ def _run(
     device,
     dtype,
     record_params,
+    progress,
 ) -> GDResult:
     t0 = time.perf_counter()
     if not isinstance(ds, Dataset):
@@ -277,6 +347,8 @@ def _run(
         raise InputError("stop_corr must be a finite non-negative number")
     if stop_corr is not None and not targets:
         raise InputError("stop_corr needs at least one target")
+    if progress is not None and not callable(progress):
+        raise InputError("progress must be None or a callable progress(k, steps)")
     dev, dt = device_of(device), dtype_of(dtype)
 
     D = TorchData.of(ds, dev, dt)
@@ -348,6 +420,8 @@ def _run(
             "rescale the data or change init"
         )
     for k in range(steps + 1):
+        if progress is not None:
+            progress(k, steps)
         if rec is not None and rec.due(k):
             rec.add(k, _summary(P, th, fw, primary(th), tg, record_params))
         if thr is not None:

@@ -46,11 +46,16 @@ def solve_lq(ds: Dataset, q: float, alpha=None) -> SVMSolution:
         raise InputError("field 'q' must be a number > 1") from exc
     if not q > 1 or not np.isfinite(q):
         raise InputError(f"field 'q' must be a finite number > 1, got {q}")
+    if q > Q_MAX:  # cvxpy approximates the exponent by a rational; beyond this it breaks down (1/0 at q = 1e308)
+        raise InputError(f"field 'q' must be at most {Q_MAX:g} (for larger q use the l_inf limit), got {q:g}")
     if ds.batched:
         raise InputError("solve_lq takes a single data set (iterate over the batch)")
     require(estimate(ds, "lq", "attsvm"), "lq Att-SVM of this data set")
     scaled, scale = normalised(ds)
     return unscale_solution(_solve_lq(scaled, q, alpha), scale)
+
+
+Q_MAX = 1e3  # the largest exponent solved (cvxpy's power cone of a rational approximation of q)
 
 
 def _solve_lq(ds: Dataset, q: float, alpha) -> SVMSolution:

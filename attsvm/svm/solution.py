@@ -13,8 +13,10 @@ from typing import Any
 
 import numpy as np
 
+from .. import html
 from ..norms import entrywise_norm, frobenius_norm, nuclear_norm
 from ..serial import jsonable
+from ..tables import Math, matrix_tex, norm_label, number, vector_math
 
 #: ``objective`` of each program (the optimal value of the program as it is solved; = the dual value)
 OBJECTIVE_FORMULAS = {
@@ -28,9 +30,12 @@ OBJECTIVE_FORMULAS = {
 #: the printed name of the minimised norm, by ``norm`` (and by program for the vector programs)
 NORM_LABELS = {"fro": "||W||_F", "nuc": "||W||_*", "lq": "||W||_q", "prompt": "||p||_2", "relaxed": "||p||_2",
                "head": "||v||_2"}  # fmt: skip
+#: the same norms for the printer (:func:`attsvm.tables.norm_label`): (kind, variable)
+_NORM_MATH = {"fro": ("F", "W"), "nuc": ("*", "W"), "lq": ("q", "W"), "prompt": ("2", "p"), "relaxed": ("2", "p"),
+              "head": ("2", "v")}  # fmt: skip
 
 
-@dataclass
+@dataclass(repr=False)
 class SVMSolution:
     """Solution of one attention SVM (single data set).
 
@@ -116,6 +121,72 @@ class SVMSolution:
     @property
     def feasible(self) -> bool:
         return self.status == "optimal"
+
+    # ------------------------------------------------------------------ display
+    @property
+    def _variable(self) -> tuple[str, np.ndarray | None]:
+        """The solution's variable: ``("W", W)``, or ``("p", p)`` / ``("v", v)`` for the vector programs."""
+        if self._key in ("prompt", "relaxed", "head"):
+            name = "v" if self._key == "head" else "p"
+            u = self.extra.get(name)
+            return name, None if u is None else np.asarray(u, dtype=float)
+        return "W", None if self.W is None else np.asarray(self.W, dtype=float)
+
+    @property
+    def _certificate_text(self) -> str:
+        c = self.certificate or {}
+        if not c:
+            return "none (float KKT residuals only)"
+        state = {True: "verified", False: "NOT verified"}.get(c.get("verified"), "not checked")
+        return f"{c.get('kind', '?')}, {state}"
+
+    def __repr__(self) -> str:
+        nv = self.norm_value
+        norm = "" if nv is None else f", {self.norm_label}={nv:.6g}"
+        mm = self.margin_min
+        margin = "" if mm is None else f", margin_min={mm:.6g}"
+        return (
+            f"SVMSolution(program={self.program!r}, norm={self.norm_kind!r}, status={self.status!r}{norm}{margin}, "
+            f"certificate={self._certificate_text!r}, support={len(self.support)})"
+        )
+
+    def _repr_html_(self) -> str:
+        """Program and norm, status, the norm's value, the smallest margin, the certificate, the active
+        constraints, the largest KKT residual, and the solution (or the Farkas multipliers) abbreviated."""
+        kind, var = _NORM_MATH.get(self._key, ("F", "W"))
+        nv = self.norm_value
+        worst = max(self.kkt.items(), key=lambda kv: abs(kv[1])) if self.kkt else None
+        constraints = None if self.margins is None else int(np.sum(~np.isnan(np.asarray(self.margins, dtype=float))))
+        objective = None if self.objective is None else f"{number(self.objective, 6)} ({self.objective_formula})"
+        fields = [
+            ("status", html.badge(self.status)),
+            ("norm", None if nv is None else Math(norm_label(kind, var) + "=" + number(nv, 6))),
+            ("objective", objective),
+            ("smallest margin", self.margin_min),
+            ("certificate", self._certificate_text),
+            ("active constraints", f"{len(self.support)}" + ("" if constraints is None else f" of {constraints}")),
+            ("largest KKT residual", None if worst is None else f"{number(worst[1])} ({worst[0]})"),
+            ("locally optimal", self.locally_optimal),
+            ("neighbour gap delta", self.delta),
+            ("alpha", None if self.alpha is None else Math(vector_math(self.alpha, 4, 8))),
+        ]
+        name, val = self._variable
+        sections = []
+        if val is not None:
+            sections.append((name, html.array(val)))
+        if self.status == "infeasible" and self.farkas is not None:
+            sections.append(("Farkas multipliers mu (infeasibility certificate)", html.array(self.farkas)))
+        return html.card("SVMSolution", f"{self.program}, norm {self.norm_kind}", fields, sections)
+
+    def _repr_latex_(self) -> str | None:
+        r"""$W=\begin{pmatrix}\cdots\end{pmatrix}$ (abbreviated) and the norm's value; None when infeasible."""
+        name, val = self._variable
+        if val is None:
+            return None
+        kind, var = _NORM_MATH.get(self._key, ("F", "W"))
+        nv = self.norm_value
+        tail = "" if nv is None else r",\qquad " + norm_label(kind, var) + "=" + number(nv, 6)
+        return "$$" + name + "=" + matrix_tex(val, 4, 6, 6) + tail + "$$"
 
     def to_json(self) -> dict[str, Any]:
         """The ``attsvm solve --json`` object."""

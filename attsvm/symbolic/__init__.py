@@ -5,12 +5,12 @@ Heavy (sympy) imports happen when a submodule is imported; ``import attsvm.symbo
 Public API::
 
     from attsvm.symbolic import Derivation, derivation, discover, latex, Chain
-    from attsvm.symbolic.checks import Equal, Nonneg, All, Predicate
+    from attsvm.symbolic.checks import Symbolic, SymbolicNonneg, Equal, Nonneg, All, Predicate
 """
 
 from __future__ import annotations
 
-from .checks import All, Check, CheckResult, Equal, Nonneg, Predicate
+from .checks import All, Check, CheckResult, Equal, Nonneg, Predicate, Symbolic, SymbolicNonneg
 from .derivation import Derivation, DerivationSpec, Step, derivation, document, markdown_document
 from .notation import TABLE, matrix, matrix_symbol, symbol, vector
 from .printer import AttsvmLatexPrinter, Chain, latex
@@ -29,6 +29,8 @@ __all__ = [
     "Nonneg",
     "Predicate",
     "Step",
+    "Symbolic",
+    "SymbolicNonneg",
     "default_dir",
     "derivation",
     "discover",

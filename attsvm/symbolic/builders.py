@@ -6,11 +6,16 @@ identities between softmax expressions become identities between rational functi
 ``cancel``/``expand`` instead of ``simplify``.
 
 These builders are independent of :mod:`attsvm.model` (the tests make the two agree numerically).
+
+For *general* sizes, identities are written in index notation (``IndexedBase`` entries, ``Sum`` with symbolic
+bounds such as $\sum_{u=1}^T$, ``KroneckerDelta``; :func:`softmax_entry`) and proved by
+:func:`attsvm.symbolic.sums.reduce`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import sympy as sp
 
@@ -184,3 +189,10 @@ def name_loss_derivatives(expr, lp: sp.Expr | None = None, lpp: sp.Expr | None =
         return x
 
     return expr.applyfunc(f) if isinstance(expr, sp.MatrixBase) else f(expr)
+
+
+# ---------------------------------------------------------------------- index notation, general sizes
+def softmax_entry(a: sp.IndexedBase, t: Any, u: sp.Symbol, T: Any) -> sp.Expr:
+    r"""$s_t=e^{a_t}/\sum_{u=1}^Te^{a_u}$ in index notation (``u`` the summation index; identities between such
+    expressions are proved by :func:`attsvm.symbolic.sums.reduce`)."""
+    return sp.exp(a[t]) / sp.Sum(sp.exp(a[u]), (u, 1, T))

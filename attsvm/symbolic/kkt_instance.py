@@ -20,9 +20,13 @@ with an :class:`~attsvm.errors.InputError` naming the size (``attsvm solve --cer
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import time
 from dataclasses import dataclass
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -33,8 +37,9 @@ from ..errors import InputError
 from ..svm.budget import constraint_count, require
 from .checks import Equal, Predicate
 from .derivation import Derivation
+from .enclosure import SIGNIFICANT, Enclosure, enclose, is_short
 from .notation import matrix_symbol, symbol
-from .printer import Chain, Inner, Norm, SumOver
+from .printer import AsScalar, Chain, Inner, Norm, SumOver
 
 #: largest m * (d^2 + 2d) (exact rational terms: data, margins) derive kkt takes on (about 30 s of Fraction work)
 MAX_EXACT_TERMS = 1_000_000
@@ -57,27 +62,6 @@ def check_size(ds: Dataset) -> None:
 
 def _q(x: float) -> Fraction:
     return Fraction(float(x))
-
-
-def display_rational(q: Any, width: int = 40) -> str:
-    """A rational (``"p/q"`` string or number) for a one-line display: itself when at most ``width`` characters,
-    else its value to 17 significant digits with the length of the exact form (never overflowing: the decimal
-    exponent is taken from the integers, so 1e-400 or 1e+600 print as such)."""
-    if q is None:
-        return "none"
-    text = str(q)
-    if len(text) <= width:
-        return text
-    f = Fraction(text)
-    if f == 0:
-        return f"0 (exact: {len(text)} characters)"
-    num, den = abs(f.numerator), f.denominator
-    e = len(str(num)) - len(str(den))  # 10**(e-1) < |f| < 10**(e+1)
-    mant = float(f / Fraction(10) ** e)
-    if abs(mant) < 1:
-        mant, e = mant * 10, e - 1
-    sign = "-" if f < 0 else ""
-    return f"{sign}{abs(mant):.16f}e{e:+03d} (exact: {len(text)} characters)"
 
 
 def _fmt(q: Any) -> str:
@@ -270,102 +254,238 @@ def agrees(cert: dict[str, Any], ex: ExactKKT) -> bool:
     return True
 
 
+# ---------------------------------------------------------------------- exact values beside the document
+def exact_path(document: str | os.PathLike) -> Path:
+    """Where the exact values of a document go: ``out.tex`` (or ``out.md``) -> ``out.exact.json``, beside it."""
+    return Path(document).with_suffix(".exact.json")
+
+
+def program_digest(ex: ExactKKT) -> str:
+    """SHA-256 of the exact program: the constraint labels, differences and queries as ``"p/q"`` strings."""
+    blob = json.dumps(
+        {
+            "labels": ex.labels,
+            "D": [[_fmt(x) for x in row] for row in ex.D],
+            "Z": [[_fmt(x) for x in row] for row in ex.Z],
+        },
+        sort_keys=True,
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def file_digest(path: str | os.PathLike) -> str:
+    """SHA-256 of a file's bytes (the data file an instance came from)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def exact_values(ex: ExactKKT, alpha: Any = None, data: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Every exact value of an instance as ``"p/q"`` strings: the multipliers of the active set, the entries of
+    ``W``, every margin, the minimum inactive margin and the multiplier sum (0-based labels as in the data), with
+    ``data`` (e.g. the data file's path and SHA-256) and the SHA-256 of the exact program."""
+    mo = ex.min_other_margin()
+    return {
+        "kind": "attsvm-kkt-exact-values",
+        "data": data or {},
+        "program_sha256": program_digest(ex),
+        "alpha": None if alpha is None else [int(x) for x in np.asarray(alpha).reshape(-1)],
+        "indices": "0-based, as in the data arrays",
+        "multipliers": [[ex.labels[j][0], ex.labels[j][1], _fmt(ex.lam[j])] for j in ex.S],
+        "W": [[_fmt(w) for w in row] for row in ex.W],
+        "margins": [[i, t, _fmt(ex.margins[j])] for j, (i, t) in enumerate(ex.labels)] if ex.solvable else [],
+        "min_other_margin": None if mo is None else _fmt(mo),
+        "multiplier_sum": _fmt(sum((ex.lam[j] for j in ex.S), Fraction(0))),
+    }
+
+
 # ---------------------------------------------------------------------- the derivation of one instance
-DISPLAY_DIGITS = 4000  # exact matrices longer than this (in digits) are named, not printed, in the LaTeX
+#: the largest Gram matrix (rows) and W (dimension) printed as a matrix when every entry is short
+MATRIX_MAX = 6
+#: relations per step in a listing of multipliers (a display never breaks across pages, so long lists are split)
+LISTING_MAX = 24
 
 
 def _sym(q: Fraction) -> sp.Rational:
     return sp.Rational(q.numerator, q.denominator)
 
 
-def _display(M: sp.Matrix, name: Any) -> Any:
-    """``M`` itself, or ``name`` when printing it would take more than :data:`DISPLAY_DIGITS` digits."""
-    return M if sum(len(str(x)) for x in M) <= DISPLAY_DIGITS else name
+@dataclass(frozen=True)
+class Listing:
+    r"""Relations $\mathrm{name}\in[\mathrm{lo},\mathrm{hi}]$ (or $=$ an exact value), printed as an ``aligned``
+    block with ``columns`` relations per line (``_attsvm_latex``: the printer's hook)."""
+
+    items: tuple[tuple[Any, Enclosure], ...]
+    columns: int = 2
+
+    def _attsvm_latex(self, printer: Any) -> str:
+        rows = []
+        for k in range(0, len(self.items), self.columns):
+            cells = []
+            for c, (name, enc) in enumerate(self.items[k : k + self.columns]):
+                rel = "=" if enc.exact else r"\in"
+                cells.append(("" if c == 0 else r"\qquad ") + printer._print(name) + " &" + rel + " " + enc.latex())
+            rows.append(" & ".join(cells))
+        return "\\begin{aligned}\n" + " \\\\\n".join(rows) + "\n\\end{aligned}"
+
+
+def _columns(encs: list[Enclosure]) -> int:
+    """Two relations per line when every value is short (an enclosure with 12 significant digits takes more than
+    half the line of an article page), else one."""
+    return 2 if all(len(e.text()) <= 16 for e in encs) else 1
+
+
+def _contains(pairs: list[tuple[Fraction, Enclosure]]) -> bool:
+    return all(e.lo <= q <= e.hi for q, e in pairs)
+
+
+def _chunks(seq: list, size: int) -> list[list]:
+    return [seq[k : k + size] for k in range(0, len(seq), size)] or [[]]
 
 
 def derivation_of(
-    ex: ExactKKT, alpha: Any = None, title: str = "Exact KKT certificate of an Att-SVM instance"
+    ex: ExactKKT,
+    alpha: Any = None,
+    title: str = "Exact KKT certificate of an Att-SVM instance",
+    exact_file: str | None = None,
 ) -> Derivation:
-    """A :class:`Derivation` (name ``kkt``) displaying and re-checking the exact system, multipliers, W, margins."""
+    r"""A :class:`Derivation` (name ``kkt``) displaying and re-checking the exact system, multipliers, ``W`` and the
+    margins. Short rationals are printed exactly, long ones as certified decimal enclosures
+    (:mod:`attsvm.symbolic.enclosure`); ``exact_file`` names the file with every exact value (:func:`exact_values`),
+    written beside the document."""
     d = Derivation("kkt", title, claim="svm-kkt")
     S = ex.S
-    G = sp.Matrix(len(S), len(S), lambda a, b: _sym(ex.gram(S[a], S[b])))
-    lamS = sp.Matrix([_sym(ex.lam[j]) for j in S])
-    lam_names = sp.Matrix([symbol("lam", *ex.labels[j]) for j in S])
-    W = sp.Matrix(ex.W).applyfunc(_sym) if ex.W else sp.zeros(0, 0)
+    k = len(S)
+    lam_names = [symbol("lam", *ex.labels[j]) for j in S]
+    lam_encs = [enclose(ex.lam[j]) for j in S]
     Wsym = matrix_symbol("W", "d", "d")
+    Ait = matrix_symbol("A", "d", "d", "i", "t")
     i, t = sp.Symbol("i"), sp.Symbol("t")
-    sel = "as stored" if alpha is None else str([int(x) for x in np.asarray(alpha).reshape(-1)])
+    ones = matrix_symbol("ones", "k", 1)
+    Gs, lam_v = matrix_symbol("G", "k", "k"), matrix_symbol("lam", "k", 1)
+    sel = ", ".join(str(int(x)) for x in np.asarray(alpha).reshape(-1)) if alpha is not None else None
+    where = (
+        f" All exact values (every multiplier, every entry of the matrix and every margin, as fractions) are in "
+        f"the file {exact_file}, beside this document."
+        if exact_file
+        else " The exact values of every multiplier, entry and margin are printed by the same command with the "
+        "json option."
+    )
     d.summary = (
-        f"Selection alpha = {sel}; indices are 0-based as in the data arrays; {len(ex.labels)} constraints, "
-        f"{len(S)} active. The data are the binary floats, exactly.",
+        (
+            f"The selected tokens, input by input, are {sel}. "
+            if sel is not None
+            else "The selection is the stored one. "
+        )
+        + f"Indices are 0-based as in the data arrays; {len(ex.labels)} constraints, {k} active. The data are the "
+        "binary floats, exactly. A short fraction is printed exactly; a long one as a certified decimal enclosure "
+        f"with {SIGNIFICANT} significant digits, its ends rounded outward from the exact value in integer "
+        "arithmetic." + where,
     )
     d.premise(
         "reduced KKT system",
-        Chain(matrix_symbol("G", "k", "k") * matrix_symbol("lam", "k", 1), "=", sp.ones(len(S), 1) if S else 0),
-        "stationarity and complementary slackness on the active set S (derivation attsvm-kkt).",
+        Chain(Gs * lam_v, "=", ones),
+        (
+            "stationarity and complementary slackness on the set of the ",
+            sp.Symbol("k"),
+            " active constraints (derivation attsvm-kkt), with the Gram matrix of entries ",
+            Chain(
+                Inner(Ait, matrix_symbol("A", "d", "d", "j", "tau")),
+                "=",
+                AsScalar(matrix_symbol("D", "d", 1, "i", "t").T * matrix_symbol("D", "d", 1, "j", "tau"))
+                * AsScalar(matrix_symbol("z", "d", 1, "i").T * matrix_symbol("z", "d", 1, "j")),
+            ),
+            ".",
+        ),
     )
+    G = sp.Matrix(k, k, lambda a, b: _sym(ex.gram(S[a], S[b])))
+    lamS = sp.Matrix([_sym(ex.lam[j]) for j in S])
+    small_G = 0 < k <= MATRIX_MAX and all(is_short(Fraction(int(x.p), int(x.q))) for x in G)
     d.step(
         "the system in exact rationals",
-        Chain(sp.MatMul(G, lam_names, evaluate=False), "=", sp.ones(len(S), 1))
-        if S and _display(G, None) is not None
-        else Chain(matrix_symbol("G", "k", "k") * matrix_symbol("lam", "k", 1), "=", sp.ones(len(S), 1) if S else 0),
-        "Gram entries (D^T D')(z^T z') from the exact data"
-        + ("." if _display(G, None) is not None else " (too long to print; checked exactly)."),
-        Equal(G * lamS, sp.ones(len(S), 1)) if S else Equal(0, 0),
+        Chain(sp.MatMul(G, sp.Matrix(lam_names), evaluate=False), "=", sp.ones(k, 1))
+        if small_G
+        else Chain(Gs * lam_v, "=", ones),
+        "the Gram entries from the exact data"
+        + ("." if small_G or not k else "; the entries are long fractions, so the matrix is not printed."),
+        Equal(G * lamS, sp.ones(k, 1)) if k else Equal(0, 0),
     )
-    d.step(
-        "multipliers",
-        Chain(lam_names, "=", _display(lamS, matrix_symbol("lam", "k", 1))) if S else Chain(0, "=", 0),
-        "the exact solution; every multiplier must be nonnegative.",
-        Predicate(lambda: ex.solvable and all(ex.lam[j] >= 0 for j in S), "every active multiplier is >= 0"),
-    )
+    chunks = _chunks(list(zip(lam_names, lam_encs, [ex.lam[j] for j in S])), LISTING_MAX)
+    for c, chunk in enumerate(chunks, 1):
+        name = "multipliers" + (f", part {c} of {len(chunks)}" if len(chunks) > 1 else "")
+        encs = [e for _, e, _ in chunk]
+        d.step(
+            name,
+            Listing(tuple((nm, e) for nm, e, _ in chunk), _columns(encs)) if chunk else Chain(sp.Symbol("k"), "=", 0),
+            "the exact solution; every multiplier must be nonnegative.",
+            Predicate(
+                lambda chunk=chunk: (
+                    ex.solvable and all(q >= 0 for _, _, q in chunk) and _contains([(q, e) for _, e, q in chunk])
+                ),
+                "every active multiplier is nonnegative and lies in its printed enclosure",
+            ),
+        )
+    W = sp.Matrix(ex.W).applyfunc(_sym) if ex.W else sp.zeros(0, 0)
     Wcomb = sp.zeros(ex.d, ex.d)
     for j in S:
         Dj = sp.Matrix([_sym(x) for x in ex.D[j]])
         zj = sp.Matrix([_sym(x) for x in ex.Z[j]])
         Wcomb += _sym(ex.lam[j]) * Dj * zj.T
+    small_W = ex.d <= MATRIX_MAX and all(is_short(w) for row in ex.W for w in row)
     d.step(
         "the max-margin matrix",
-        Chain(
-            Wsym,
-            "=",
-            SumOver(symbol("lam", "i", "t") * matrix_symbol("A", "d", "d", "i", "t"), (i, t)),
-            *(("=", W) if _display(W, None) is not None else ()),
-        ),
-        "stationarity.",
+        Chain(Wsym, "=", SumOver(symbol("lam", "i", "t") * Ait, (i, t)), *(("=", W) if small_W else ())),
+        "stationarity" + ("." if small_W else "; its entries follow row by row."),
         Equal(W, Wcomb),
     )
+    if not small_W:
+        for r, row in enumerate(ex.W):
+            encs = [enclose(w) for w in row]
+            names = [symbol("w", r, c) for c in range(ex.d)]
+            d.step(
+                f"row {r} of the max-margin matrix",
+                Listing(tuple(zip(names, encs)), _columns(encs)),
+                "the exact entries, enclosed.",
+                Predicate(
+                    lambda row=row, encs=encs: _contains(list(zip(row, encs))),
+                    "every entry lies in its printed enclosure",
+                ),
+            )
     act = set(S)
     others = [j for j in range(len(ex.labels)) if j not in act]
     mins = ex.min_other_margin()
+    m_min = sp.Symbol("m_min")
+    enc_min = enclose(mins) if mins is not None else None
     d.step(
         "primal feasibility",
-        Chain(
-            Inner(Wsym, matrix_symbol("A", "d", "d", "i", "t")),
-            ">=",
-            _sym(mins) if mins is not None and len(str(mins)) <= DISPLAY_DIGITS else symbol("m"),
-            ">=",
-            1,
+        Chain(Inner(Wsym, Ait), ">=", m_min, ">=", 1, where=Chain(m_min, enc_min.relation, enc_min))
+        if enc_min is not None and others
+        else (Chain(Inner(Wsym, Ait), "=", 1) if ex.labels else Chain(sp.Symbol("m"), "=", 0)),
+        (
+            f"the smallest margin among the {len(others)} inactive constraints, ",
+            m_min,
+            ", evaluated exactly; the active margins are exactly 1.",
         )
         if others
-        else Chain(Inner(Wsym, matrix_symbol("A", "d", "d", "i", "t")), "=", 1),
-        f"the smallest margin among the {len(others)} inactive constraints, evaluated exactly; active margins are 1.",
+        else ("every constraint is active, with margin exactly 1." if ex.labels else "there are no constraints."),
         Predicate(
-            lambda: ex.solvable and all(ex.margins[j] >= 1 for j in others) and all(ex.margins[j] == 1 for j in S),
-            "every margin is >= 1, active ones exactly 1",
+            lambda: (
+                ex.solvable
+                and all(ex.margins[j] >= 1 for j in others)
+                and all(ex.margins[j] == 1 for j in S)
+                and (enc_min is None or _contains([(mins, enc_min)]))
+            ),
+            "every margin is at least 1, the active ones exactly 1, and the smallest inactive one lies in its "
+            "printed enclosure",
         ),
     )
     total = sum((ex.lam[j] for j in S), Fraction(0))
+    enc_total = enclose(total)
     d.step(
         "norm identity",
-        Chain(
-            Norm(Wsym, "F") ** 2,
-            "=",
-            SumOver(symbol("lam", "i", "t"), (i, t)),
-            *(("=", _sym(total)) if len(str(total)) <= DISPLAY_DIGITS else ()),
+        Chain(Norm(Wsym, "F") ** 2, "=", SumOver(symbol("lam", "i", "t"), (i, t)), enc_total.relation, enc_total),
+        ("the optimal value; the margin is ", 1 / Norm(Wsym, "F"), "."),
+        Predicate(
+            lambda: sum((w * w for row in ex.W for w in row), Fraction(0)) == total and _contains([(total, enc_total)]),
+            "the squared norm equals the multiplier sum exactly, and the sum lies in its printed enclosure",
         ),
-        "the optimal value; margin 1/||W||_F.",
-        Equal(sum((w**2 for w in W), sp.Integer(0)), _sym(total)),
     )
     return d

@@ -39,6 +39,7 @@ TABLE: dict[str, Entry] = {
     "z": Entry("z", "query (entries z_k)", _R),
     "Z": Entry("Z", "queries as columns", _R, matrix=True),
     "ztil": Entry(r"\tilde z", "dual basis of the queries", _R),
+    "Ztil": Entry(r"\tilde Z", "dual basis of the queries as columns", _R, matrix=True),
     "v": Entry("v", "linear head", _R),
     "n": Entry("n", "number of inputs", {"positive": True, "integer": True}),
     "T": Entry("T", "tokens per input", {"positive": True, "integer": True}),
@@ -66,11 +67,14 @@ TABLE: dict[str, Entry] = {
     "u": Entry("u", "signed output gamma^T s", _R),
     "gammabar": Entry(r"\bar\gamma", "mean score s^T gamma", _R),
     "hbar": Entry(r"\bar h", "mean directional logit s^T h", _R),
+    "gbar": Entry(r"\bar g", "mean value s^T g", _R),
     "r": Entry("r", "residual (diag(s)-ss^T)gamma", _R),
     "g": Entry("g", "a vector of values", _R),
     "y": Entry("y", "a vector orthogonal to every query", _R),
     "unit": Entry("e", "a standard unit vector", _R),
-    "Lag": Entry(r"\mathcal{L}", "a Lagrangian", _R),
+    "ones": Entry(r"\mathbf{1}", "the all-ones vector", _R),
+    "Jac": Entry("J", "the softmax Jacobian diag(s) - s s^T", _R, matrix=True),
+    "Lag": Entry(r"\Lambda", "a Lagrangian (not the loss L)", _R),
     "dual": Entry("g", "the dual function", _R),
     "L": Entry(r"\mathcal{L}", "empirical loss", _R),
     "lp": Entry(r"\ell'", "loss derivative at u", _R),
@@ -93,11 +97,14 @@ TABLE: dict[str, Entry] = {
     "theta": Entry(r"\theta", "rotation parameter", _R),
     "Gb": Entry("G", "bound on the scores", _NN),
     "Hb": Entry("H", "bound on the directional logits", _NN),
+    "gtil": Entry(r"\tilde g", "centred value g_t - s^T g", _R),
+    "htil": Entry(r"\tilde h", "centred value h_t - s^T h", _R),
     "M0": Entry("M_0", "Lipschitz constant of l'", _NN),
     "M1": Entry("M_1", "bound on |l'|", _NN),
     "Wmm": Entry(r"W^{\mathrm{mm}}", "Att-SVM solution", _R, matrix=True),
     "Wp": Entry("W'", "overparameterised certificate direction", _R, matrix=True),
     "Wfin": Entry(r"W^{\mathrm{fin}}", "finite part of Gen-SVM", _R, matrix=True),
+    "gradL": Entry(r"\nabla_W\mathcal{L}", "the gradient of the loss in W", _R, matrix=True),
 }
 
 
@@ -151,6 +158,17 @@ def matrix_symbol(base: str, rows: Any, cols: Any, *idx: Any) -> sp.MatrixSymbol
     """An abstract matrix (general statements), printed with the table's LaTeX and ``idx`` as subscript."""
     dims = [symbol(x) if isinstance(x, str) else x for x in (rows, cols)]
     return sp.MatrixSymbol(_name(base, idx), *dims)
+
+
+def indexed(base: str, **extra: bool) -> sp.IndexedBase:
+    r"""An ``IndexedBase`` with the table's assumptions (``extra`` overrides them), for statements in index notation
+    with general sizes: ``indexed("x")[t, j]`` prints as $x_{t,j}$."""
+    return sp.IndexedBase(_name(base, ()), **{**entry(base).assumptions, **extra})
+
+
+def index(name: str) -> sp.Symbol:
+    r"""A summation or entry index (a positive integer symbol), e.g. ``index("tau")`` printed $\tau$."""
+    return sp.Symbol(name, integer=True, positive=True)
 
 
 def split_name(name: str) -> tuple[str, str]:

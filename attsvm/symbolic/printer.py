@@ -16,6 +16,7 @@ from typing import Any
 
 import sympy as sp
 from sympy.printing.latex import LatexPrinter
+from sympy.printing.precedence import PRECEDENCE
 
 from ..serial import tex_escape
 from .notation import TABLE, split_name
@@ -176,8 +177,66 @@ class Text(sp.Symbol):
         return obj
 
 
+class InOrder(_Scalar):
+    r"""A scalar sum printed with its terms in the order given (sympy sorts the terms of an ``Add``, so
+    $\frac12\|W'\|^2-\frac12\|W\|^2$ would print with the negative term first): ``InOrder(a, -b)`` prints $a-b$.
+    Use it at the top of a relation or inside delimiters (a norm, an inner product); :func:`in_order` also takes
+    matrix terms. It has the precedence of a sum, so a product or power puts it in brackets,
+    ``s_t * InOrder(delta, -s_tau)`` printing $s_t(\delta_{t\tau}-s_\tau)$; ``doit()`` is the sum itself."""
+
+    precedence = PRECEDENCE["Add"]
+
+    def doit(self, **hints):
+        deep = hints.get("deep", True)
+        return sp.Add(*[a.doit(**hints) if deep and isinstance(a, sp.Basic) else a for a in self.args])
+
+
+class Times(_Scalar):
+    r"""A scalar product printed with its factors in the order given (sympy sorts the factors of a ``Mul``):
+    ``Times(x[t, j], s[t], in_order(g[t], -m), z[k])`` prints $x_{t,j}s_t(\gamma_t-m)z_k$; a factor that is a sum is
+    put in brackets. ``doit()`` is the product itself."""
+
+    precedence = PRECEDENCE["Mul"]
+
+    def doit(self, **hints):
+        deep = hints.get("deep", True)
+        return sp.Mul(*[a.doit(**hints) if deep and isinstance(a, sp.Basic) else a for a in self.args])
+
+
+class InOrderMatrix(sp.MatrixExpr):
+    r"""A sum of matrix expressions printed in the order given: ``in_order(W, -S)`` prints $W-S$ (not $-S+W$)."""
+
+    precedence = PRECEDENCE["Add"]
+
+    def __new__(cls, *terms):
+        return sp.Basic.__new__(cls, *[sp.sympify(x) for x in terms])
+
+    @property
+    def shape(self):
+        return self.args[0].shape
+
+
+def in_order(*terms: Any) -> Any:
+    r"""The sum of ``terms``, printed in this order (:class:`InOrder`, :class:`InOrderMatrix` for matrices)."""
+    if any(isinstance(x, sp.MatrixExpr) for x in terms):
+        return InOrderMatrix(*terms)
+    return InOrder(*terms)
+
+
+class RealSpace(sp.Basic):
+    r"""$\mathbb R^{d\times d}$, $\mathbb R^T$: ``RealSpace(d, d)``, ``RealSpace(T)`` (for dimensions in prose)."""
+
+    def __new__(cls, *dims):
+        return sp.Basic.__new__(cls, *[sp.sympify(x) for x in dims])
+
+
 class Chain:
-    """A relation chain ``Chain(a, "=", b, "<=", c)``; ``where`` is a side condition printed after a comma."""
+    r"""A relation chain ``Chain(a, "=", b, "<=", c)``; ``where`` is a side condition printed after a comma.
+
+    ``breaks``: the relations (numbered from 1) that start a new line, e.g. ``breaks=(2,)`` prints
+    $a=b$ and, aligned at the relation below it, $=c$ (an ``aligned`` environment, valid inside any display);
+    ``where`` then goes on a line of its own. The operator ``"+"`` continues a sum that is too long for one line:
+    ``Chain(a, "=", b, "+", c, breaks=(2,))`` prints $a=b$ and, indented below, $+\,c$."""
 
     OPS = {
         "=": "=",
@@ -190,16 +249,21 @@ class Chain:
         "<=>": r"\;\Leftrightarrow\;",
         "in": r"\in",
         ":=": r"\coloneqq",
+        "+": "+",
     }
 
-    def __init__(self, *items: Any, where: Any = None):
+    def __init__(self, *items: Any, where: Any = None, breaks: tuple[int, ...] = ()):
         if len(items) % 2 == 0 or len(items) < 1:
             raise ValueError("Chain needs terms separated by relation operators")
         for op in items[1::2]:
             if op not in self.OPS:
                 raise ValueError(f"unknown relation {op!r}")
+        n_rel = len(items) // 2
+        if any(not (1 <= b <= n_rel) for b in breaks):
+            raise ValueError(f"breaks must number relations 1..{n_rel}, got {breaks}")
         self.items = tuple(items)
         self.where = where
+        self.breaks = tuple(sorted(set(breaks)))
 
     @property
     def terms(self) -> tuple:
@@ -262,7 +326,7 @@ class AttsvmLatexPrinter(LatexPrinter):
     def _print_Transpose(self, expr):
         arg = expr.arg
         inner = self._print(arg)
-        if not isinstance(arg, sp.MatrixSymbol):
+        if not isinstance(arg, sp.MatrixSymbol) or "^" in inner or r"\nabla" in inner:
             inner = r"\left(" + inner + r"\right)"
         return inner + r"^{\top}"
 
@@ -355,7 +419,7 @@ class AttsvmLatexPrinter(LatexPrinter):
     def _print_Mean(self, expr):
         f, i, n = expr.args
         body = self._print(f)
-        if isinstance(f, sp.Add | sp.MatAdd):
+        if isinstance(f, sp.Add | sp.MatAdd | InOrder | InOrderMatrix):
             body = r"\left(" + body + r"\right)"
         return r"\frac{1}{" + self._print(n) + r"}\sum_{" + self._print(i) + "=1}^{" + self._print(n) + "}" + body
 
@@ -366,11 +430,85 @@ class AttsvmLatexPrinter(LatexPrinter):
     def _print_ScalarSum(self, expr):
         f, cond = expr.args
         body = self._print(f)
-        if isinstance(f, sp.Add | sp.MatAdd):
+        if isinstance(f, sp.Add | sp.MatAdd | InOrder | InOrderMatrix):
             body = r"\left(" + body + r"\right)"
         return r"\sum_{" + self._print(cond) + "}" + body
 
+    def _print_Sum(self, expr):
+        r"""$\sum_{t=1}^T\sum_{\tau=1}^T f$: one summation sign per index, the outermost first (sympy stacks the
+        ranges of a multiple sum under one sign)."""
+        tex = ""
+        for v, lo, hi in reversed(expr.limits):
+            tex += r"\sum_{" + self._print(v) + "=" + self._print(lo) + "}^{" + self._print(hi) + "} "
+        body = self._print(expr.function)
+        if isinstance(expr.function, sp.Add | InOrder):
+            body = r"\left(" + body + r"\right)"
+        return tex + body
+
+    def _print_Mul(self, expr):
+        r"""As sympy, except that ordered sums (:class:`InOrder`) come last, in brackets: $s_t(\delta_{t\tau}-s_\tau)$,
+        and a rational coefficient of a sum is printed in front of it: $\frac12\sum_t f_t$, not $\frac{\sum_t f_t}2$."""
+        coeff, rest_ = expr.as_coeff_Mul()
+        if coeff.is_Rational and coeff.q != 1 and rest_.has(sp.Sum, ScalarSum, MatrixSum) and sp.denom(rest_) == 1:
+            sign = "- " if coeff < 0 else ""
+            frac = r"\frac{" + str(abs(coeff.p)) + "}{" + str(coeff.q) + "}"
+            return sign + frac + " " + self._print(rest_)
+
+        def last(a):
+            return isinstance(a, InOrder) or (isinstance(a, sp.Pow) and isinstance(a.base, InOrder))
+
+        ordered = [a for a in expr.args if last(a)]
+        if not ordered:
+            return super()._print_Mul(expr)
+        rest = sp.Mul(*[a for a in expr.args if not last(a)])
+        tail = " ".join(
+            r"\left(" + self._print_InOrder(a) + r"\right)" if isinstance(a, InOrder) else self._print(a)
+            for a in ordered
+        )
+        if rest == 1:
+            return tail
+        if rest == -1:
+            return "- " + tail
+        head = self._print(rest)
+        if isinstance(rest, sp.Add):
+            head = r"\left(" + head + r"\right)"
+        return head + " " + tail
+
+    def _print_Times(self, expr, exp=None):
+        if exp is not None:
+            return r"\left(" + self._print_Times(expr) + r"\right)^{" + exp + "}"
+        out, args = "", list(expr.args)
+        if args and args[0] == -1:
+            out, args = "- ", args[1:]
+        parts = []
+        for k, f in enumerate(args):
+            tex = self.parenthesize(f, PRECEDENCE["Mul"], strict=True)
+            if k < len(args) - 1 and isinstance(f, sp.Sum | ScalarSum | MatrixSum):  # a sum before other factors
+                tex = r"\left(" + tex + r"\right)"
+            parts.append(tex)
+        return out + " ".join(parts)
+
+    def _print_InOrder(self, expr, exp=None):
+        if exp is not None:
+            return r"\left(" + self._print_InOrder(expr) + r"\right)^{" + exp + "}"
+        out = ""
+        for k, term in enumerate(expr.args):
+            if k and term.could_extract_minus_sign():
+                out += " - "
+                term = -term
+            elif k:
+                out += " + "
+            tex = self._print(term)
+            if self._needs_add_brackets(term):
+                tex = r"\left(" + tex + r"\right)"
+            out += tex
+        return out
+
+    _print_InOrderMatrix = _print_InOrder
+
     def _print_Chain(self, expr: Chain):
+        if expr.breaks:
+            return self._print_broken_chain(expr)
         parts = []
         for k, item in enumerate(expr.items):
             parts.append(Chain.OPS[item] if k % 2 else self._print(item))
@@ -378,6 +516,22 @@ class AttsvmLatexPrinter(LatexPrinter):
         if expr.where is not None:
             out += r",\qquad " + self._print(expr.where)
         return out
+
+    def _print_broken_chain(self, expr: Chain) -> str:
+        r"""``\begin{aligned}`` with one line per group of relations, aligned at the relation that starts it."""
+        out = self._print(expr.items[0])
+        for r, k in enumerate(range(1, len(expr.items), 2), 1):
+            op, term = Chain.OPS[expr.items[k]], self._print(expr.items[k + 1])
+            if expr.items[k] == "+" and r in expr.breaks:
+                op = r"\qquad +"
+            out += (r" \\" + "\n" + "&" if r in expr.breaks else (" &" if r == 1 else " ")) + op + " " + term
+        if expr.where is not None:
+            out += r",\\" + "\n" + r"&\qquad " + self._print(expr.where)
+        return r"\begin{aligned}" + "\n" + out + "\n" + r"\end{aligned}"
+
+    def _print_RealSpace(self, expr):
+        dims = r"\times ".join(self._print(x) for x in expr.args)
+        return r"\mathbb{R}^{" + dims + "}"
 
     def _print_str(self, expr):
         return r"\text{" + _escape(expr) + "}"

@@ -27,7 +27,7 @@ def load_file(path: Path) -> list[DerivationSpec]:
     path = Path(path)
     mod = load_module(path, "derivation")
     found = [v for v in vars(mod).values() if isinstance(v, DerivationSpec)]
-    return [DerivationSpec(s.name, s.title, s.claim, s.fn, str(path)) for s in found]
+    return [DerivationSpec(s.name, s.title, s.claim, s.fn, str(path), s.ci) for s in found]
 
 
 def discover(paths: list[Path] | None = None) -> dict[str, DerivationSpec]:

@@ -1,20 +1,23 @@
-r"""``equal-scores-bound``: under Assumption B the covariance along $W^{mm}$ is bounded below
+r"""``equal-scores-bound``: under Assumption B the covariance along $W^{\mathrm{mm}}$ is bounded below
 (claim ``no-stationary-equal-scores``).
 
-With $\gamma_{it}=\gamma_{i,\mathrm{opt}}-\Delta_i$ for $t\ne\mathrm{opt}_i$ and $h_{it}=x_{it}^\top W^{mm}z_i$,
-$h_{i,\mathrm{opt}}-h_{it}\ge1$: $\mathrm{Cov}_{s_i}(\gamma_i,h_i)\ge\Delta_is_{i,\mathrm{opt}}(1-s_{i,\mathrm{opt}})$,
-hence
-$\langle\nabla\mathcal L(W),W^{mm}\rangle\le\frac1n\sum_i\ell'_i\Delta_is_{i,\mathrm{opt}}(1-s_{i,\mathrm{opt}})<0$."""
+With $\gamma_{i,t}=\gamma_{i,o}-\Delta_i$ for $t\ne o=\mathrm{opt}_i$ and $h_{i,t}=x_{i,t}^\top W^{\mathrm{mm}}z_i$,
+$h_{i,o}-h_{i,t}\ge1$: $\mathrm{Cov}_{s_i}(\gamma_i,h_i)\ge\Delta_is_{i,o}(1-s_{i,o})$, hence
+$\langle\nabla\mathcal L(W),W^{\mathrm{mm}}\rangle\le\frac1n\sum_i\ell'(u_i)\Delta_is_{i,o}(1-s_{i,o})<0$.
+
+The covariance identity, the lower bound and its sign reversal are proved for general $T$ in index notation
+(:func:`attsvm.symbolic.sums.reduce`); the strict sign of the last step is checked on instances."""
 
 from __future__ import annotations
 
 import sympy as sp
 
 from attsvm.symbolic import builders as B
-from attsvm.symbolic.checks import All, Equal, Nonneg, Predicate
+from attsvm.symbolic import sums
+from attsvm.symbolic.checks import All, Equal, Nonneg, Predicate, Symbolic, SymbolicNonneg
 from attsvm.symbolic.derivation import Derivation, derivation
-from attsvm.symbolic.notation import matrix_symbol, symbol
-from attsvm.symbolic.printer import Chain, Cov, EllP, Grad, Inner, Mean, SumOver
+from attsvm.symbolic.notation import index, indexed, matrix_symbol, symbol
+from attsvm.symbolic.printer import Chain, Cov, EllP, Grad, Inner, Mean, SumOver, Times, in_order
 
 
 def instance(T: int):
@@ -54,50 +57,134 @@ def _cases(kind: str, max_T: int):
     claim="no-stationary-equal-scores",
 )
 def equal_scores_bound(d: Derivation, max_T: int = 5) -> None:
-    i, t = sp.Symbol("i"), sp.Symbol("t")
-    n, L, Dl = symbol("n"), symbol("L"), symbol("Delta")
-    o = sp.Symbol("o")
-    W, Wmm = matrix_symbol("W", "d", "d"), matrix_symbol("Wmm", "d", "d")
+    T, n = symbol("T"), symbol("n")
+    i, t, u = (index(c) for c in ("i", "t", "u"))
+    o = index("o")
+    L, Dl = symbol("L"), symbol("Delta")
+    W, Wmm, A = matrix_symbol("W", "d", "d"), matrix_symbol("Wmm", "d", "d"), matrix_symbol("A", "d", "d")
     s, g, h = (matrix_symbol(b, "T", 1) for b in ("s", "gamma", "h"))
-    s_o, s_t, h_o, h_t = symbol("s", "o"), symbol("s", "t"), symbol("h", "o"), symbol("h", "t")
-    u = symbol("u")
-    rng = f"every 2 <= T <= {max_T}, generic probabilities, margins 1 + m_t with m_t >= 0"
+    a, gx, hx, sx, m = (indexed(b) for b in ("a", "gamma", "h", "s", "m"))
+    uu = symbol("u")
+    pp = sp.Symbol("p", positive=True)
+    rng = {t: (1, T), o: (1, T)}
+    inst = (
+        "every ",
+        Chain(2, "<=", T, "<=", max_T),
+        ", generic probabilities, margins ",
+        in_order(1, m[t]),
+        " with ",
+        Chain(m[t], ">=", 0),
+    )
+
+    def S(q):
+        return B.softmax_entry(a, q, u, T)
+
+    def tsum(body, lo=1):
+        return sp.Sum(body, (t, lo, T))
+
+    def cov(gg, hh):  # gg, hh: callables of the token
+        return tsum(S(t) * gg(t) * hh(t)) - tsum(S(t) * gg(t)) * tsum(S(t) * hh(t))
+
+    def score(q, opt):  # Assumption B: gamma_t = gamma_o - Delta for every t other than o
+        return gx[opt] - Dl + Dl * sp.KroneckerDelta(q, opt)
+
+    def logit(q):  # h_t = h_1 - (1 + m_t) for t >= 2: margins at least 1 (token 1 optimal)
+        return hx[1] - (1 + m[q]) * (1 - sp.KroneckerDelta(q, 1))
+
+    s_o, s_t, h_o, h_t = sx[o], sx[t], hx[o], hx[t]
+    first = (
+        "index notation, tokens numbered so that ",
+        Chain(o, "=", 1),
+        ", margins ",
+        Chain(in_order(h_o, -h_t), "=", in_order(1, m[t])),
+    )
     d.premise(
         "hypotheses",
-        Chain(symbol("gamma", "t"), "=", symbol("gamma", "o") - Dl, where=Chain(h_o - h_t, ">=", 1)),
-        "Assumption B for every t != o = opt_i (gap Delta > 0); W^mm is feasible, with h_t the logit of token t along "
-        "W^mm; the loss derivative is negative.",
+        Chain(gx[t], "=", in_order(gx[o], -Dl), where=Chain(in_order(h_o, -h_t), ">=", 1)),
+        (
+            "the equal-scores assumption of THEORY for every token ",
+            Chain(t, "!=", o),
+            ", the optimal token of the input, with gap ",
+            Chain(Dl, ">", 0),
+            "; ",
+            Wmm,
+            " is feasible, with ",
+            h_t,
+            " the logit of token ",
+            t,
+            " along ",
+            Wmm,
+            "; the loss derivative is negative.",
+        ),
     )
     d.step(
-        "covariance under Assumption B",
-        Chain(Cov(s, g, h), "=", Dl * s_o * SumOver(s_t * (h_o - h_t), sp.Ne(t, o))),
-        "only the optimal token's score differs, so the covariance is a weighted sum of logit gaps.",
-        All(_cases("identity", max_T), rng),
+        "covariance under equal scores",
+        Chain(Cov(s, g, h), "=", Times(Dl, s_o, SumOver(Times(s_t, in_order(h_o, -h_t)), sp.Ne(t, o)))),
+        "only the score of the optimal token differs, so the covariance is a weighted sum of logit gaps.",
+        Symbolic(
+            cov(lambda q: score(q, o), lambda q: hx[q]),
+            Dl * S(o) * tsum(S(t) * (hx[o] - hx[t])),
+            [T],
+            method=sums.reducer(rng),
+            what=(
+                "index notation, with ",
+                Chain(gx[t], "=", in_order(gx[o], -Dl, Times(Dl, sp.KroneckerDelta(t, o)))),
+                " and the term ",
+                Chain(t, "=", o),
+                " of the sum zero",
+            ),
+        ),
+        evidence=All(_cases("identity", max_T), inst),
     )
     d.step(
         "lower bound",
-        Chain(Cov(s, g, h), ">=", Dl * s_o * (1 - s_o)),
-        "each gap is at least 1 and the other probabilities sum to 1 - s_o.",
-        All(_cases("bound", max_T), rng),
+        Chain(Cov(s, g, h), ">=", Times(Dl, s_o, in_order(1, -s_o))),
+        (
+            "each gap is at least one and the other probabilities sum to ",
+            in_order(1, -s_o),
+            ".",
+        ),
+        SymbolicNonneg(
+            cov(lambda q: score(q, 1), logit) - Dl * S(1) * (1 - S(1)),
+            Dl * S(1) * tsum(S(t) * m[t], lo=2),
+            [T],
+            method=sums.reducer(rng),
+            what=first,
+        ),
+        evidence=All(_cases("bound", max_T), inst),
     )
     d.step(
         "negative loss derivative reverses it",
-        Chain(EllP(u) * Cov(s, g, h), "<=", EllP(u) * Dl * s_o * (1 - s_o)),
-        "multiply by the negative number l'(u) = -p.",
-        All(_cases("sign", max_T), rng),
+        Chain(Times(EllP(uu), Cov(s, g, h)), "<=", Times(EllP(uu), Dl, s_o, in_order(1, -s_o))),
+        ("multiply by the negative number ", Chain(EllP(uu), "=", -pp), "."),
+        SymbolicNonneg(
+            -pp * Dl * S(1) * (1 - S(1)) + pp * cov(lambda q: score(q, 1), logit),
+            pp * Dl * S(1) * tsum(S(t) * m[t], lo=2),
+            [T],
+            method=sums.reducer(rng),
+            what=first,
+        ),
+        evidence=All(_cases("sign", max_T), inst),
     )
+    ui = symbol("u", "i")
+    si_o, si = symbol("s", "i", "o"), matrix_symbol("s", "T", 1, "i")
+    gi, hi = matrix_symbol("gamma", "T", 1, "i"), matrix_symbol("h", "T", 1, "i")
     d.step(
         "no stationary point",
         Chain(
             Inner(Grad(L, W), Wmm),
             "=",
-            Mean(EllP(u) * Cov(s, g, h), i, n),
+            Mean(Times(EllP(ui), Cov(si, gi, hi)), i, n),
             "<=",
-            Mean(EllP(u) * Dl * s_o * (1 - s_o), i, n),
+            Mean(Times(EllP(ui), symbol("Delta", "i"), si_o, in_order(1, -si_o)), i, n),
             "<",
             0,
+            breaks=(2,),
         ),
-        "derivation grad-covariance with A = W^mm, summed over the inputs; every term is strictly negative since the "
-        "probabilities are positive.",
-        All(_cases("strict", max_T), rng),
+        (
+            "derivation grad-covariance with ",
+            Chain(A, "=", Wmm),
+            ", input by input; every term is strictly negative since the probabilities are positive.",
+        ),
+        All(_cases("strict", max_T), inst),
     )

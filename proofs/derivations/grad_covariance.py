@@ -1,16 +1,20 @@
 r"""``grad-covariance``: the gradient along a direction is a covariance,
 
-.. math:: \langle\nabla\mathcal L(W),A\rangle=\frac1n\sum_i\ell'_i\,\mathrm{Cov}_{s_i}(\gamma_i,X_iAz_i)."""
+.. math:: \langle\nabla\mathcal L(W),A\rangle=\frac1n\sum_{i=1}^n\ell'(u_i)\,\mathrm{Cov}_{s_i}(\gamma_i,X_iAz_i).
+
+Every step is proved for general $n,T,d$ in index notation (:func:`attsvm.symbolic.sums.reduce`, which
+also exchanges finite sums); the instance checks of small sizes are kept as second evidence."""
 
 from __future__ import annotations
 
 import sympy as sp
 
 from attsvm.symbolic import builders as B
-from attsvm.symbolic.checks import All, Equal
+from attsvm.symbolic import sums
+from attsvm.symbolic.checks import All, Equal, Symbolic
 from attsvm.symbolic.derivation import Derivation, derivation
-from attsvm.symbolic.notation import matrix, matrix_symbol, symbol
-from attsvm.symbolic.printer import Chain, Cov, Diag, EllP, Grad, Inner, Mean, SumOver
+from attsvm.symbolic.notation import index, indexed, matrix, matrix_symbol, symbol
+from attsvm.symbolic.printer import Chain, Cov, Diag, EllP, Grad, Inner, Mean, RealSpace, Times, in_order
 
 
 def _trace_cases(max_T: int, max_d: int):
@@ -54,7 +58,7 @@ def _combined():
     A = matrix("A", 2, 2)
     lhs = B.inner(B.grad_closed_form(inputs, lps), A)
     rhs = sum((lp * B.cov(inp.s, inp.gamma, inp.X * A * inp.z) for inp, lp in zip(inputs, lps)), sp.Integer(0)) / 2
-    return Equal(lhs, rhs, "cancel", what="n=2, T=2, d=2, generic A")
+    return Equal(lhs, rhs, "cancel")
 
 
 @derivation(
@@ -64,44 +68,155 @@ def _combined():
     ci={"max_T": 3},
 )
 def grad_covariance(d: Derivation, max_T: int = 4, max_d: int = 3) -> None:
-    i, t, tau = sp.Symbol("i"), sp.Symbol("t"), sp.Symbol("tau")
-    n, L = symbol("n"), symbol("L")
-    X = matrix_symbol("X", "T", "d", "i")
+    T, dd, n = symbol("T"), symbol("d"), symbol("n")
+    i, t, tau, u, j, k = (index(c) for c in ("i", "t", "tau", "u", "j", "k"))
+    x, z, g, h, sx, rx, A_, a, lp = (indexed(b) for b in ("x", "z", "gamma", "h", "s", "r", "A", "a", "lp"))
+    L = symbol("L")
+    Xi = matrix_symbol("X", "T", "d", "i")
     W, A = matrix_symbol("W", "d", "d"), matrix_symbol("A", "d", "d")
-    z = matrix_symbol("z", "d", 1, "i")
-    g, s, r = (matrix_symbol(b, "T", 1, "i") for b in ("gamma", "s", "r"))
-    h = matrix_symbol("h", "T", 1, "i")
+    zi = matrix_symbol("z", "d", 1, "i")
+    gi, si, ri, hi = (matrix_symbol(b, "T", 1, "i") for b in ("gamma", "s", "r", "h"))
+    Ji = in_order(Diag(si), -si * si.T)
+    rng = {t: (1, T), tau: (1, T), j: (1, dd), k: (1, dd)}
+    inst = ("every ", Chain(T, "<=", max_T))
+
+    def tsum(body, *idx):
+        for v in idx:
+            body = sp.Sum(body, (v, 1, T))
+        return body
+
+    def dsum(body, *idx):
+        for v in idx:
+            body = sp.Sum(body, (v, 1, dd))
+        return body
+
+    def cov_index(s, gg, hh):  # sum_t s_t g_t h_t - (sum_t s_t g_t)(sum_t s_t h_t), gg, hh: callables of t
+        return tsum(s(t) * gg(t) * hh(t), t) - tsum(s(t) * gg(t), t) * tsum(s(t) * hh(t), t)
+
+    def cov_tex(ii):
+        return in_order(
+            sp.Sum(Times(sx[ii, t], g[ii, t], h[ii, t]), (t, 1, T)),
+            -Times(sp.Sum(Times(sx[ii, t], g[ii, t]), (t, 1, T)), sp.Sum(Times(sx[ii, t], h[ii, t]), (t, 1, T))),
+        )
+
+    d.summary = (
+        "Proved for general sizes ",
+        sp.Tuple(n, T, dd),
+        " in index notation; ",
+        Chain(A, "in", RealSpace(dd, dd)),
+        " is any direction.",
+    )
     d.premise(
         "closed form",
-        Chain(Grad(L, W), "=", Mean(EllP(g.T * s) * X.T * r * z.T, i, n), where=Chain(r, "=", (Diag(s) - s * s.T) * g)),
+        Chain(
+            Grad(L, W),
+            "=",
+            Mean(EllP(symbol("u", "i")) * Xi.T * ri * zi.T, i, n),
+            where=Chain(ri, "=", Ji * gi, "in", RealSpace(T)),
+        ),
         "derivation gradient (claim grad-closed-form).",
     )
     d.step(
         "trace identity",
-        Chain(Inner(X.T * r * z.T, A), "=", r.T * X * A * z),
-        "the inner product of a rank-one matrix with A.",
-        All(_trace_cases(max_T, max_d), f"generic A, every T <= {max_T}, d <= {max_d}"),
+        Chain(
+            Inner(Xi.T * ri * zi.T, A),
+            "=",
+            sp.Sum(Times(sp.Sum(Times(x[i, t, j], rx[i, t], z[i, k]), (t, 1, T)), A_[j, k]), (k, 1, dd), (j, 1, dd)),
+            "=",
+            ri.T * Xi * A * zi,
+            breaks=(2,),
+        ),
+        (
+            "the inner product of the rank-one matrix with ",
+            A,
+            ", entry by entry; exchanging the finite sums gives the scalar on the second line.",
+        ),
+        Symbolic(
+            dsum(tsum(x[i, t, j] * rx[i, t] * z[i, k], t) * A_[j, k], k, j),
+            tsum(rx[i, t] * dsum(x[i, t, j] * A_[j, k] * z[i, k], k, j), t),
+            [T, dd],
+            method=sums.reducer(rng),
+            what=("index notation, sums exchanged",),
+        ),
+        evidence=All(
+            _trace_cases(max_T, max_d), ("generic ", A, ", every ", Chain(T, "<=", max_T), ", ", Chain(dd, "<=", max_d))
+        ),
     )
     d.step(
         "covariance form",
-        Chain(g.T * (Diag(s) - s * s.T) * h, "=", Cov(s, g, h), where=Chain(h, "=", X * A * z)),
-        "expand the quadratic form: sum_t s_t g_t h_t - (s^T g)(s^T h).",
-        All(_cov_cases(max_T, False), f"every T <= {max_T}"),
+        Chain(gi.T * Ji * hi, "=", cov_tex(i), "=", Cov(si, gi, hi), breaks=(2,)),
+        (
+            "expand the quadratic form, with ",
+            Chain(hi, "=", Xi * A * zi, "in", RealSpace(T)),
+            "; this is the covariance of ",
+            gi,
+            " and ",
+            hi,
+            " under the probabilities ",
+            si,
+            ".",
+        ),
+        Symbolic(
+            tsum(g[i, t] * sx[i, t] * (sp.KroneckerDelta(t, tau) - sx[i, tau]) * h[i, tau], tau, t),
+            cov_index(lambda q: sx[i, q], lambda q: g[i, q], lambda q: h[i, q]),
+            [T],
+            method=sums.reducer(rng),
+            what=("index notation, any weights ", sx[i, t]),
+        ),
+        evidence=All(_cov_cases(max_T, False), inst),
     )
-    gt, gu, ht, hu = (symbol(b, x) for b in ("gamma", "h") for x in ("t", "tau"))
+    S = lambda q: sp.exp(a[i, q]) / tsum(sp.exp(a[i, u]), u)  # noqa: E731
     d.step(
         "pairwise form",
         Chain(
-            Cov(s, g, h),
+            Cov(si, gi, hi),
             "=",
-            SumOver(symbol("s", "t") * symbol("s", "tau") * (gt - gu) * (ht - hu), sp.Lt(t, tau)),
+            sp.Rational(1, 2)
+            * sp.Sum(
+                Times(sx[i, t], sx[i, tau], in_order(g[i, t], -g[i, tau]), in_order(h[i, t], -h[i, tau])),
+                (tau, 1, T),
+                (t, 1, T),
+            ),
         ),
-        "the probabilities sum to one.",
-        All(_cov_cases(max_T, True), f"every T <= {max_T}"),
+        ("the probabilities sum to one, ", Chain(sp.Sum(sx[i, t], (t, 1, T)), "=", 1), "."),
+        Symbolic(
+            cov_index(S, lambda q: g[i, q], lambda q: h[i, q]),
+            sp.Rational(1, 2) * tsum(S(t) * S(tau) * (g[i, t] - g[i, tau]) * (h[i, t] - h[i, tau]), tau, t),
+            [T],
+            method=sums.reducer(rng),
+            what=("index notation, softmax probabilities ", Chain(sx[i, t], "=", S(t))),
+        ),
+        evidence=All(_cov_cases(max_T, True), inst),
     )
+    h_of = lambda ii, q: dsum(x[ii, q, j] * A_[j, k] * z[ii, k], k, j)  # noqa: E731
+    r_of = lambda ii, q: sx[ii, q] * (g[ii, q] - tsum(sx[ii, tau] * g[ii, tau], tau))  # noqa: E731
+    lhs = dsum(sp.Sum(lp[i] * tsum(x[i, t, j] * r_of(i, t) * z[i, k], t), (i, 1, n)) / n * A_[j, k], k, j)
+    rhs = sp.Sum(lp[i] * cov_index(lambda q: sx[i, q], lambda q: g[i, q], lambda q: h_of(i, q)), (i, 1, n)) / n
     d.step(
         "result",
-        Chain(Inner(Grad(L, W), A), "=", Mean(EllP(g.T * s) * Cov(s, g, X * A * z), i, n)),
-        "combine the three steps, input by input.",
-        _combined(),
+        Chain(Inner(Grad(L, W), A), "=", Mean(Times(EllP(symbol("u", "i")), Cov(si, gi, Xi * A * zi)), i, n)),
+        (
+            "combine the three steps, input by input; checked in one piece, with ",
+            lp[i],
+            " standing for ",
+            EllP(symbol("u", "i")),
+            ", the entries ",
+            x[i, t, j],
+            ", ",
+            z[i, k],
+            ", ",
+            g[i, t],
+            ", ",
+            sx[i, t],
+            " of input ",
+            i,
+            " and ",
+            Chain(h[i, t], "=", h_of(i, t)),
+            ".",
+        ),
+        Symbolic(lhs, rhs, [n, T, dd], method=sums.reducer(rng), what=("index notation, sums exchanged",)),
+        evidence=All(
+            lambda: [("n=2, T=2, d=2", _combined())],
+            ("two inputs, ", Chain(sp.Tuple(n, T, dd), "=", sp.Tuple(2, 2, 2)), ", generic ", A),
+        ),
     )

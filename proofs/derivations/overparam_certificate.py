@@ -9,12 +9,51 @@ import itertools
 import sympy as sp
 
 from attsvm.symbolic import builders as B
-from attsvm.symbolic.checks import All, Equal, Predicate
+from attsvm.symbolic import sums
+from attsvm.symbolic.checks import All, Equal, Predicate, Symbolic, SymbolicNonneg
 from attsvm.symbolic.derivation import Derivation, derivation
-from attsvm.symbolic.notation import matrix_symbol, symbol
+from attsvm.symbolic.notation import index, indexed, matrix_symbol, symbol
 from attsvm.symbolic.printer import Chain, EllP, Grad, Inner, Mean, SumOver, Var
 
 SHAPES = ((2, 2), (2, 3), (3, 3))  # (n, d)
+
+# ---------------------------------------------------------------------- general sizes
+nG, dG, TG = symbol("n"), symbol("d"), symbol("T")
+Zg = sp.MatrixSymbol("Z", dG, nG)  # queries as columns
+Zt_g = Zg * (Zg.T * Zg).I  # the dual basis (columns z~_i); Z^T Z is invertible by hypothesis
+Yg, vg = sp.MatrixSymbol("Y", nG, 1), sp.MatrixSymbol("v", dG, 1)
+tt, uu, uu2 = (index(c) for c in ("t", "tau", "u"))
+expo = indexed("expo")  # e^{a_t} > 0
+gam = indexed("gamma")
+E = sp.Symbol("E", positive=True)  # the softmax normaliser, a sum of positive exponentials
+
+
+def _dual_basis_check() -> Symbolic:
+    lhs = sp.MatMul(Zg.T, Zg, (Zg.T * Zg).I, evaluate=False)  # unevaluated: sympy would cancel it on construction
+    return Symbolic(lhs, sp.Identity(nG), [nG, dG], what="matrix calculus on matrices of symbolic shape")
+
+
+def _direction_check() -> Symbolic:
+    Wp = sp.MatMul(vg, (Zt_g * Yg).T, evaluate=False)  # W' = v (sum_i Y_i z~_i)^T
+    lhs = sp.MatMul(Wp, Zg, evaluate=False)
+    return Symbolic(lhs, vg * Yg.T, [nG, dG], what=("matrix calculus; column ", sp.Symbol("i"), " is the claim"))
+
+
+def _variance_check() -> SymbolicNonneg:
+    s = lambda k: expo[k] / E  # noqa: E731
+    var = sp.Sum(s(tt) * gam[tt] ** 2, (tt, 1, TG)) - sp.Sum(s(tt) * gam[tt], (tt, 1, TG)) ** 2
+    cert = sp.Sum(s(tt) * s(uu) * (gam[tt] - gam[uu]) ** 2, (tt, 1, TG), (uu, 1, TG)) / 2
+
+    def method(e):  # the normaliser as the sum of the exponentials
+        return sums.reduce(e.subs(E, sp.Sum(expo[uu2], (uu2, 1, TG))))
+
+    return SymbolicNonneg(
+        var,
+        cert,
+        [TG],
+        method=method,
+        what=("index notation, with the softmax written through the exponentials ", expo[tt]),
+    )
 
 
 def _queries(n: int, d: int):
@@ -81,7 +120,7 @@ def _conclusion_cases(patterns=None):
 
 @derivation(
     name="overparam-certificate",
-    title="A descent direction in the overparameterised regime",
+    title="A descent direction for overparameterised attention",
     claim="no-stationary-overparam",
     ci={"full": False, "max_T": 3},
 )
@@ -109,19 +148,48 @@ def overparam_certificate(d: Derivation, max_T: int = 4, full: bool = True) -> N
             v * SumOver(symbol("Y", "i") * zt_i, i).T,
             where=Chain(zt_i, "=", Z * (Z.T * Z).I * matrix_symbol("unit", "n", 1, "i")),
         ),
-        "d >= n and independent queries, so the Gram matrix of the queries is invertible; e_i is the i-th unit vector.",
+        (
+            Chain(symbol("d"), ">=", n),
+            " and independent queries, so the Gram matrix of the queries is invertible; ",
+            matrix_symbol("unit", "n", 1, "i"),
+            " is the unit vector of coordinate ",
+            i,
+            ".",
+        ),
     )
+    nd = sp.Tuple(symbol("n"), symbol("d"))
+    listed = lambda shs: ", ".join("(" + ", ".join(map(str, x)) + ")" for x in shs)  # noqa: E731
+    Zt = matrix_symbol("Ztil", "d", "n")
     d.step(
         "dual basis",
-        Chain(z_j.T * zt_i, "=", sp.KroneckerDelta(i, j)),
-        "multiply by the Gram matrix (checked via its adjugate, exactly).",
-        All(_cases("dual-basis", shapes), "(n, d) in " + ", ".join(map(str, shapes))),
+        Chain(Z.T * Zt, "=", sp.Identity(symbol("n")), where=Chain(Zt, "=", Z * (Z.T * Z).I)),
+        ("entry by entry ", Chain(z_j.T * zt_i, "=", sp.KroneckerDelta(i, j)), ": multiply by the Gram matrix."),
+        _dual_basis_check(),
+        evidence=All(
+            _cases("dual-basis", shapes),
+            ("generic queries, with ", nd, " in turn " + listed(shapes), ", through the adjugate of the Gram matrix"),
+        ),
     )
+    Yv = matrix_symbol("Y", "n", 1)
     d.step(
         "the direction maps each query to its signed head",
-        Chain(Wp * z_i, "=", symbol("Y", "i") * v, where=Chain(x_it.T * Wp * z_i, "=", symbol("gamma", "i", "t"))),
-        "by the dual basis and Y_i^2 = 1; so the logits along W' are the scores.",
-        All(_cases("direction"), "every sign pattern of the labels, (n, d) in (2, 2), (2, 3)"),
+        Chain(Wp * Z, "=", v * Yv.T, where=Chain(Wp, "=", v * (Zt * Yv).T)),
+        (
+            "column ",
+            i,
+            " reads ",
+            Chain(Wp * z_i, "=", symbol("Y", "i") * v),
+            ", by the dual basis; so the logits along ",
+            Wp,
+            " are the scores, ",
+            Chain(x_it.T * Wp * z_i, "=", symbol("gamma", "i", "t")),
+            ".",
+        ),
+        _direction_check(),
+        evidence=All(
+            _cases("direction"),
+            ("every sign pattern of the labels, generic queries, with ", nd, " in turn (2, 2), (2, 3)"),
+        ),
     )
     d.step(
         "variance identity",
@@ -132,23 +200,41 @@ def overparam_certificate(d: Derivation, max_T: int = 4, full: bool = True) -> N
                 symbol("s", "i", "t")
                 * symbol("s", "i", "tau")
                 * (symbol("gamma", "i", "t") - symbol("gamma", "i", "tau")) ** 2,
-                sp.Lt(t, tau),
-            ),
-            ">",
+                sp.Tuple(t, tau),
+            )
+            / 2,
+            ">=",
             0,
         ),
-        "positive as soon as two scores of the input differ.",
-        All(_var_cases(max_T), f"every 2 <= T <= {max_T}"),
+        (
+            "over all pairs of tokens; the variance is positive as soon as two scores of the input differ. That "
+            "strict inequality, and the form over the pairs ",
+            sp.Lt(t, tau),
+            ", are checked on the instances.",
+        ),
+        _variance_check(),
+        evidence=All(_var_cases(max_T), ("every ", Chain(2, "<=", symbol("T"), "<=", max_T))),
     )
     d.step(
         "conclusion",
         Chain(Inner(Grad(L, W), Wp), "=", Mean(EllP(u) * Var(s, g), i, n), "<", 0),
-        "derivation grad-covariance with A = W' (the covariance of the scores with themselves); l' < 0. Checked on the "
-        "closed-form gradient (every label pattern), with W' scaled by the positive factor det(Z^T Z).",
+        (
+            "derivation grad-covariance with the direction ",
+            Wp,
+            ", whose directional logits are the scores (the covariance of the scores with themselves), and ",
+            Chain(EllP(u), "<", 0),
+            ". Checked on the closed-form gradient, with ",
+            Wp,
+            " scaled by the positive factor ",
+            sp.Function("det")(Z.T * Z),
+            ".",
+        ),
         All(
             _conclusion_cases(patterns),
-            "n = 2, d = 2, T = 2, "
-            + ("every label pattern" if full else "labels (1, -1)")
-            + ", generic W, tokens, queries, head",
+            (
+                "generic weights, tokens, queries and head with ",
+                Chain(sp.Tuple(n, symbol("d"), symbol("T")), "=", sp.Tuple(2, 2, 2)),
+                ", " + ("every label pattern" if full else "labels 1 and minus 1"),
+            ),
         ),
     )

@@ -1,15 +1,21 @@
-r"""``softmax-decay``: along $W=RW^{mm}_\alpha/\|W^{mm}_\alpha\|_F$, with $\rho=1/\|W^{mm}_\alpha\|_F$:
-$s_{it}/s_{i\alpha_i}=e^{-R\rho}$ for support tokens, $\le e^{-R\rho(1+2\delta_\alpha)}$ otherwise, and
-$1-s_{i\alpha_i}\le(T-1)e^{-R\rho}$ (claim ``softmax-decay``)."""
+r"""``softmax-decay``: along $W=R\rho W^{\mathrm{mm}}$, with $\rho=1/\|W^{\mathrm{mm}}\|_F$: $s_t/s_\alpha=e^{-R\rho}$
+for support tokens, $\le e^{-R\rho(1+2\delta)}$ otherwise, and $1-s_\alpha\le(T-1)e^{-R\rho}$ (claim
+``softmax-decay``).
+
+The logit gaps are proved for general $d$, the probability ratios, the mass off the selected token and the decay
+bound for general $T$ (index notation, :func:`attsvm.symbolic.sums.reduce`); the monotonicity in the
+margin is a one-variable inequality."""
 
 from __future__ import annotations
 
 import sympy as sp
 
-from attsvm.symbolic.checks import All, Equal, Nonneg
+from attsvm.symbolic import builders as B
+from attsvm.symbolic import sums
+from attsvm.symbolic.checks import All, Equal, Nonneg, Symbolic, SymbolicNonneg
 from attsvm.symbolic.derivation import Derivation, derivation
-from attsvm.symbolic.notation import matrix, matrix_symbol, symbol
-from attsvm.symbolic.printer import Chain, Inner, Norm, SumOver
+from attsvm.symbolic.notation import index, indexed, matrix, matrix_symbol, symbol
+from attsvm.symbolic.printer import Chain, Inner, Norm, RealSpace, SumOver, Times, in_order
 
 
 def _logit_gap():
@@ -54,46 +60,159 @@ def _cases(kind: str, max_T: int):
 
 @derivation(name="softmax-decay", title="Softmax decay along the max-margin direction", claim="softmax-decay")
 def softmax_decay(d: Derivation, max_T: int = 5) -> None:
-    t = sp.Symbol("t")
-    alpha = sp.Symbol("alpha")
+    T, dd = symbol("T"), symbol("d")
+    t, u, j, k = (index(c) for c in ("t", "u", "j", "k"))
+    alpha = index("alpha")
     W, Wmm, A = matrix_symbol("W", "d", "d"), matrix_symbol("Wmm", "d", "d"), matrix_symbol("A", "d", "d", "t")
-    R, rho, kap = symbol("R"), symbol("rho"), symbol("kappa")
-    s_a, s_t = symbol("s", alpha), symbol("s", "t")
-    a_a, a_t = symbol("a", alpha), symbol("a", "t")
-    rng = f"every 2 <= T <= {max_T}, ratios kappa/(1+omega_t) with omega_t >= 0"
+    R, rho, kap, delta = symbol("R"), symbol("rho"), symbol("kappa"), symbol("delta")
+    a, sx, x, z, wmm, m, om = (indexed(b) for b in ("a", "s", "x", "z", "Wmm", "m", "omega"))
+    zeta = sp.Symbol("zeta", nonnegative=True)
+    xa, xt, zv = matrix_symbol("x", "d", 1, "alpha"), matrix_symbol("x", "d", 1, "t"), matrix_symbol("z", "d", 1)
+    rng = {t: (1, T), alpha: (1, T)}
+    inst = ("every ", Chain(2, "<=", T, "<=", max_T), ", ratios ", kap / (1 + om[t]), " with ", Chain(om[t], ">=", 0))
+
+    def S(v):
+        return B.softmax_entry(a, v, u, T)
+
     d.premise(
         "the ray and the margins",
         Chain(W, "=", R * rho * Wmm, where=Chain(rho, "=", 1 / Norm(Wmm, "F"))),
-        "support tokens have margin exactly 1, the others at least 1 + 2 delta (neighbour gap); kappa = exp(-R rho).",
+        (
+            "the constraint matrices are ",
+            Chain(A, "=", (xa - xt) * zv.T, "in", RealSpace(dd, dd)),
+            " for the tokens ",
+            Chain(t, "!=", alpha),
+            " of an input; support tokens have margin ",
+            Chain(Inner(Wmm, A), "=", 1),
+            ", the others at least ",
+            in_order(1, 2 * delta),
+            " (neighbour gap ",
+            delta,
+            "); ",
+            Chain(kap, "=", sp.exp(-R * rho)),
+            ".",
+        ),
     )
     d.step(
         "logit gaps are scaled margins",
-        Chain(a_a - a_t, "=", R * rho * Inner(Wmm, A)),
-        "the logits are linear in W (one input, d = 2, generic).",
-        _logit_gap(),
+        Chain(a[alpha] - a[t], "=", R * rho * Inner(Wmm, A)),
+        ("the logits are linear in ", W, " (derivation gradient, step 1)."),
+        Symbolic(
+            sp.Sum(x[alpha, j] * R * rho * wmm[j, k] * z[k], (k, 1, dd), (j, 1, dd))
+            - sp.Sum(x[t, j] * R * rho * wmm[j, k] * z[k], (k, 1, dd), (j, 1, dd)),
+            R * rho * sp.Sum(wmm[j, k] * (x[alpha, j] - x[t, j]) * z[k], (k, 1, dd), (j, 1, dd)),
+            [dd],
+            method=sums.reducer(),
+            what=(
+                "index notation, with ",
+                Chain(a[t], "=", sp.Sum(Times(x[t, j], R, rho, wmm[j, k], z[k]), (k, 1, dd), (j, 1, dd))),
+            ),
+        ),
+        evidence=Equal(_logit_gap().lhs, _logit_gap().rhs, what=("one input with ", Chain(dd, "=", 2), ", generic")),
     )
     d.step(
         "probability ratios",
-        Chain(s_t / s_a, "=", sp.exp(a_t - a_a), "=", kap * sp.exp(-R * rho * symbol("m", "t"))),
-        "for a margin 1 + m_t: equal to kappa for support tokens (m_t = 0), at most exp(-R rho (1 + 2 delta)) "
-        "otherwise.",
-        _ratio(),
+        Chain(
+            sx[t] / sx[alpha],
+            "=",
+            sp.exp(in_order(a[t], -a[alpha])),
+            "=",
+            kap * sp.exp(-R * rho * m[t]),
+            where=Chain(a[alpha] - a[t], "=", Times(R, rho, in_order(1, m[t]))),
+        ),
+        (
+            "the normalisation cancels; for a margin ",
+            in_order(1, m[t]),
+            " the ratio is ",
+            kap,
+            " for support tokens (",
+            Chain(m[t], "=", 0),
+            ") and at most ",
+            sp.exp(-Times(R, rho, in_order(1, 2 * delta))),
+            " otherwise.",
+        ),
+        Symbolic(
+            S(t),
+            S(alpha) * sp.exp(a[t] - a[alpha]),
+            [T],
+            method=sums.reducer(rng),
+            what=(
+                "index notation, the first equality in the form ",
+                Chain(sx[t], "=", Times(sx[alpha], sp.exp(in_order(a[t], -a[alpha])))),
+                "; the second is the second evidence",
+            ),
+        ),
+        evidence=_ratio(),
     )
     d.step(
         "ratios decrease with the margin",
-        Chain(kap * sp.exp(-R * rho * symbol("m", "t")), "<=", kap),
-        "m_t >= 0 (and likewise beyond 1 + 2 delta): written as kappa/(1 + omega) with omega >= 0.",
+        Chain(kap * sp.exp(-R * rho * m[t]), "<=", kap),
+        (
+            "as ",
+            Chain(m[t], ">=", 0),
+            " (and likewise beyond ",
+            in_order(1, 2 * delta),
+            "): the ratio is written as ",
+            kap / (1 + om[t]),
+            " with ",
+            Chain(om[t], ">=", 0),
+            ".",
+        ),
         _monotone(),
     )
+    ratio_sum = SumOver(sx[t] / sx[alpha], sp.Ne(t, alpha))
     d.step(
         "mass off the selected token",
-        Chain(1 - s_a, "=", s_a * SumOver(s_t / s_a, sp.Ne(t, alpha))),
-        "the probabilities sum to one.",
-        All(_cases("sum", max_T), rng),
+        Chain(1 - sx[alpha], "=", Times(sx[alpha], ratio_sum)),
+        ("the probabilities sum to one, ", Chain(sp.Sum(sx[t], (t, 1, T)), "=", 1), "."),
+        Symbolic(
+            1 - S(alpha),
+            S(alpha) * (sp.Sum(S(t) / S(alpha), (t, 1, T)) - 1),
+            [T],
+            method=sums.reducer(rng),
+            what=(
+                "index notation; the sum over ",
+                Chain(t, "!=", alpha),
+                " is the sum over all tokens minus the term ",
+                Chain(t, "=", alpha),
+            ),
+        ),
+        evidence=All(_cases("sum", max_T), inst),
     )
+    s_sel = 1 / (1 + zeta)
     d.step(
         "decay bound",
-        Chain(1 - s_a, "<=", (symbol("T") - 1) * kap, "=", (symbol("T") - 1) * sp.exp(-R * rho)),
-        "s_alpha <= 1 and every ratio is at most kappa.",
-        All(_cases("bound", max_T), rng),
+        Chain(
+            1 - sx[alpha],
+            "=",
+            Times(sx[alpha], ratio_sum),
+            "<=",
+            Times(in_order(T, -1), kap),
+            "=",
+            Times(in_order(T, -1), sp.exp(-R * rho)),
+        ),
+        (
+            "step 4, then ",
+            Chain(sx[alpha], "<=", 1),
+            " and every ratio is at most ",
+            kap,
+            " by steps 2 and 3.",
+        ),
+        SymbolicNonneg(
+            (T - 1) * kap - s_sel * sp.Sum(kap - om[t], (t, 2, T)),
+            zeta / (1 + zeta) * (T - 1) * kap + s_sel * sp.Sum(om[t], (t, 2, T)),
+            [T],
+            method=sums.reducer(),
+            what=(
+                "tokens numbered so that ",
+                Chain(alpha, "=", 1),
+                ", with ",
+                Chain(sx[alpha], "=", s_sel),
+                " and ratios ",
+                Chain(sx[t] / sx[alpha], "=", in_order(kap, -om[t])),
+                ", where ",
+                Chain(sp.Tuple(zeta, om[t]), ">=", 0),
+            ),
+        ),
+        evidence=All(_cases("bound", max_T), inst),
     )
