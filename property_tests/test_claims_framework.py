@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -252,6 +253,9 @@ def test_latex_report_compiles(tmp_path):
     )
     assert p.returncode == 0, p.stdout[-2000:]
     assert (tmp_path / "r.pdf").exists()
+    log = (tmp_path / "r.log").read_text(errors="replace")
+    wide = [float(w) for w in re.findall(r"Overfull \\hbox \((\d+(?:\.\d+)?)pt too wide\)", log)]
+    assert all(w <= 5.0 for w in wide), f"overfull boxes in the report: {wide}"
 
 
 def test_check_runs_in_dependency_order(tmp_path):
