@@ -327,7 +327,7 @@ def latex(results: list[ClaimResult], standalone: bool = True) -> str:
     if standalone:
         t += [r"\documentclass{article}", r"\usepackage[margin=2cm]{geometry}", r"\begin{document}", ""]
     t += [r"\section*{attsvm check}", tex_escape(summary(results)), ""]
-    t += [r"{\small", r"\begin{tabular}{lp{2.3cm}p{3.4cm}rlrr}", r"\hline"]  # origin, verdict wrap
+    t += [r"{\footnotesize", r"\begin{tabular}{lp{2.0cm}p{2.7cm}rlrr}", r"\hline"]  # origin, verdict wrap
     t.append(" & ".join(tex_escape(c) for c in COLUMNS) + r" \\")
     t.append(r"\hline")
     for cells in rows(results):
