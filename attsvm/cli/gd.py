@@ -282,15 +282,14 @@ class TargetSolver:
         ``"solver-error"`` (:class:`~attsvm.errors.SolverError`, first message line in ``errors[b]``) with None."""
         from ..errors import SolverError
         from ..svm import solve
+        from ..svm.constraints import program_of
 
         k = self.key(b, sel)
         if k not in self.cache:
             it = self.items[b]
             sel = np.asarray(sel, dtype=np.int64).reshape(np.shape(it.opt))
             norm = "nuc" if self.svm == "nuc" else "fro"
-            program = (
-                "prompt" if self.svm == "prompt" else {"sequence": "seq", "causal": "causal"}.get(it.kind, "attsvm")
-            )
+            program = "prompt" if self.svm == "prompt" else program_of(it.kind)
             try:
                 sol = solve(it, sel, norm, program)
             except SolverError as exc:

@@ -64,6 +64,11 @@ class Constraints:
         return flat.reshape(out.shape)
 
 
+def program_of(kind: str) -> str:
+    """The Att-SVM program of a data kind: ``seq`` for sequence data, ``causal`` for causal, else ``attsvm``."""
+    return {"sequence": "seq", "causal": "causal"}.get(kind, "attsvm")
+
+
 def build(ds: Dataset, alpha: np.ndarray | None = None) -> Constraints:
     r"""Constraints of Att-SVM($\alpha$) for ``ds`` (single or batch; default $\alpha$ = ``ds.selection``)."""
     f = ds.flat()

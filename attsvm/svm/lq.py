@@ -18,7 +18,7 @@ from ..errors import InputError, SolverError
 from ..norms import entrywise_norm
 from ..tolerances import tol
 from .budget import estimate, require
-from .constraints import build
+from .constraints import build, program_of
 from .cvx import margins_expr, solve
 from .dual import solve_dual
 from .farkas import farkas_from_ray, proved_infeasible, zero_feature_certificate
@@ -62,7 +62,7 @@ def _solve_lq(ds: Dataset, q: float, alpha) -> SVMSolution:
     import cvxpy as cp
 
     cons = build(ds, alpha)
-    program = {"sequence": "seq", "causal": "causal"}.get(ds.kind, "attsvm")
+    program = program_of(ds.kind)
     a = np.asarray(cons.alpha)
     d = ds.d
     if cons.m == 0:  # no constraints (T = 1): W = 0 is the minimum-norm point

@@ -38,7 +38,7 @@ from ..errors import InputError, SolverError
 from ..tolerances import tol
 from .blas import blas_threads
 from .budget import estimate, require
-from .constraints import Constraints, build
+from .constraints import Constraints, build, program_of
 from .cvx import margins_expr, solve
 from .dual import DualResult, solve_dual
 from .exact import exact_features, fmpz_matrix, pow2, to_integers
@@ -342,7 +342,7 @@ def solve_nuclear(ds: Dataset, alpha=None, certify: bool = False) -> SVMSolution
 
 def _solve_nuclear(ds: Dataset, alpha, certify: bool) -> SVMSolution:
     cons = build(ds, alpha)
-    program = {"sequence": "seq", "causal": "causal"}.get(ds.kind, "attsvm")
+    program = program_of(ds.kind)
     a = np.asarray(cons.alpha)
     if cons.m == 0:  # no constraints (T = 1): W = 0, and 0 <= OPT <= ||0||_* = 0 proves it
         W = np.zeros((ds.d, ds.d))
