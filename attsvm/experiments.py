@@ -14,7 +14,16 @@ default folder :func:`attsvm.paths.numerics_dir`) defining
 ``caption(res)`` the figure's caption (Markdown) written from that dict alone: what every line, marker, band
                 and error bar shows, and the seeds, steps and sizes actually run. Required for the built-in
                 specs (:data:`NAMES`); a user spec without it gets a generic caption from ``TITLE``
+``OPTIONS``     the options the spec takes (optional): ``{"name": Option(default, choices)}`` or the shorthand
+                ``{"name": (default, choices)}`` (:class:`Option`); ``run`` reads the values as
+                ``ctx.options`` (every option, defaults filled in, converted to the default's type)
 ==============  ==========================================================================================
+
+Options are set by ``reproduce(..., options={"reference": "scs"})`` or on the command line by
+``attsvm reproduce NAME --set KEY=VALUE`` (:func:`parse_assignments`, :func:`resolve_options`,
+:func:`select_options`); an unknown key or a value the spec does not allow is bad input, found before anything
+runs. The values are recorded in ``NAME.json`` (``settings.options``), in the manifest (``options``) and in the
+caption's run line.
 
 :func:`reproduce` writes, into ``DIR``, the figure in every requested format (:data:`attsvm.figures.FORMATS`;
 default PNG at 200 dpi and PDF), ``NAME.caption.md``, ``NAME.json`` and ``NAME.manifest.json`` (package
@@ -38,7 +47,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -51,7 +60,7 @@ from .progress import Progress
 from .serial import jsonable as _jsonable
 from .userfile import load_module
 
-NAMES = ("visual", "rank", "local", "gensvm", "overparam", "prompt", "joint", "mirror", "causal")
+NAMES = ("visual", "rank", "local", "gensvm", "overparam", "prompt", "joint", "mirror", "causal", "optgeom")
 _REQUIRED = ("TITLE", "SIZES", "run", "plot", "check")
 _REQUIRED_BUILTIN = (*_REQUIRED, "caption")  # a spec named like a built-in one meets the built-ins' contract
 _PACKAGES = ("attsvm", "numpy", "scipy", "torch", "cvxpy", "clarabel", "matplotlib", "sympy", "mpmath")
@@ -126,6 +135,7 @@ class Context:
     timings: dict[str, float] = field(default_factory=dict)
     workers: int = 1
     errors: dict[str, list[str]] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)  # the spec's OPTIONS, resolved (resolve_options)
 
     @property
     def seeds(self) -> int:
@@ -165,6 +175,163 @@ class Context:
             out.append(fn(x))
             self.progress.update(stage, len(out), len(items))
         return out
+
+
+# ---------------------------------------------------------------------------------------------- options
+OptionValue = str | int | float | bool
+_TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option of a spec (``OPTIONS``): its ``default`` (a ``str``, ``int``, ``float`` or ``bool``, whose type
+    is the option's type) and the values allowed: one of ``choices`` when given, else any value of that type
+    within ``[minimum, maximum]`` (numbers; each bound optional). ``help`` is one line for error messages and
+    docs."""
+
+    default: OptionValue
+    choices: tuple[OptionValue, ...] | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+    help: str = ""
+
+    @property
+    def kind(self) -> type:
+        """The option's type: that of its default."""
+        return type(self.default)
+
+    def describe(self) -> str:
+        """The values allowed, in words (for error messages)."""
+        if self.choices is not None:
+            return "one of " + ", ".join(_show(c) for c in self.choices)
+        bounds = [f">= {_show(self.minimum)}"] if self.minimum is not None else []
+        bounds += [f"<= {_show(self.maximum)}"] if self.maximum is not None else []
+        word = {bool: "true or false", int: "an integer", float: "a finite number", str: "a string"}[self.kind]
+        return word + (f" {' and '.join(bounds)}" if bounds else "")
+
+    def convert(self, value: Any) -> OptionValue:
+        """``value`` (text from the command line, or a value from Python) as a value of the option's type; a
+        ``ValueError`` saying what is allowed when it is not one of the allowed values."""
+        kind = self.kind
+        out: OptionValue
+        if kind is bool:
+            text = str(value).strip().lower()
+            if isinstance(value, bool):
+                out = value
+            elif text in _TRUE or text in _FALSE:
+                out = text in _TRUE
+            else:
+                raise ValueError(self.describe())
+        elif kind is int:
+            if isinstance(value, bool) or isinstance(value, float):
+                raise ValueError(self.describe())
+            try:
+                out = int(str(value).strip(), 10) if isinstance(value, str) else int(value)
+            except (TypeError, ValueError):
+                raise ValueError(self.describe()) from None
+        elif kind is float:
+            if isinstance(value, bool):
+                raise ValueError(self.describe())
+            try:
+                out = float(value.strip() if isinstance(value, str) else value)
+            except (TypeError, ValueError):
+                raise ValueError(self.describe()) from None
+            if not np.isfinite(out):
+                raise ValueError(self.describe())
+        else:
+            if not isinstance(value, str):
+                raise ValueError(self.describe())
+            out = value
+        if self.choices is not None and out not in self.choices:
+            raise ValueError(self.describe())
+        if (self.minimum is not None and out < self.minimum) or (self.maximum is not None and out > self.maximum):
+            raise ValueError(self.describe())
+        return out
+
+
+def _show(v: Any) -> str:
+    return str(v).lower() if isinstance(v, bool) else str(v)
+
+
+def spec_options(mod: ModuleType) -> dict[str, Option]:
+    """The options a spec declares (its ``OPTIONS``; none without one), shorthand tuples made :class:`Option`.
+    A malformed declaration (bad name or type, a default it does not allow) is bad input naming the spec."""
+    raw = getattr(mod, "OPTIONS", None) or {}
+    where = getattr(mod, "__file__", None) or getattr(mod, "__name__", "spec")
+    if not isinstance(raw, dict):
+        raise InputError(f"{where}: OPTIONS must be a dict name -> Option(default, choices)")
+    out: dict[str, Option] = {}
+    for key, val in raw.items():
+        opt = val if isinstance(val, Option) else Option(*val) if isinstance(val, tuple) and val else None
+        ok_name = isinstance(key, str) and key.isidentifier()
+        if opt is None or not ok_name or type(opt.default) not in (str, int, float, bool):
+            raise InputError(f"{where}: OPTIONS[{key!r}] must be Option(default, ...), default str, int, float or bool")
+        if opt.choices is not None:
+            opt = replace(opt, choices=tuple(opt.choices))
+        try:
+            if opt.convert(opt.default) != opt.default:
+                raise ValueError(opt.describe())
+        except ValueError as exc:
+            raise InputError(f"{where}: OPTIONS[{key!r}]: default {_show(opt.default)} not allowed ({exc})") from None
+        out[key] = opt
+    return out
+
+
+def parse_assignments(items: Iterable[str], option: str = "--set") -> dict[str, str]:
+    """``["KEY=VALUE", ...]`` (``--set``, repeatable) as ``{KEY: "VALUE"}``; a malformed item or a key given
+    twice is bad input."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, eq, value = str(item).partition("=")
+        key = key.strip()
+        if not eq or not key:
+            raise InputError(f"{option} takes KEY=VALUE, got {item!r}")
+        if key in out:
+            raise InputError(f"{option}: option {key!r} given twice")
+        out[key] = value
+    return out
+
+
+def _listing(opts: dict[str, Option]) -> str:
+    return ", ".join(f"{k} ({o.describe()}; default {_show(o.default)})" for k, o in opts.items()) or "none"
+
+
+def resolve_options(mod: ModuleType, name: str, given: dict[str, Any] | None = None) -> dict[str, OptionValue]:
+    """Every option of the spec (:func:`spec_options`): the ``given`` values, converted to the default's type
+    (:meth:`Option.convert`; ``"0"`` for a float option is ``0.0``), the defaults for the rest. A key the spec
+    does not declare, or a value it does not allow, is bad input (:class:`~attsvm.errors.InputError`)."""
+    opts = spec_options(mod)
+    given = dict(given or {})
+    unknown = sorted(set(given) - set(opts))
+    if unknown:
+        raise InputError(f"experiment {name!r} has no option {unknown[0]!r} (its options: {_listing(opts)})")
+    out: dict[str, OptionValue] = {}
+    for key, opt in opts.items():
+        if key not in given:
+            out[key] = opt.default
+            continue
+        try:
+            out[key] = opt.convert(given[key])
+        except ValueError as exc:
+            raise InputError(f"option {key}={_show(given[key])} of experiment {name!r}: expected {exc}") from None
+    return out
+
+
+def select_options(specs: dict[str, ModuleType], given: dict[str, Any]) -> dict[str, dict[str, OptionValue]]:
+    """The options of each experiment of ``specs`` (name -> spec) for a run of all of them: each given option
+    applies to the experiments that declare it (:func:`resolve_options` checks its value for each); a key that
+    none of them declares is bad input."""
+    if len(specs) == 1:
+        return {name: resolve_options(mod, name, given) for name, mod in specs.items()}
+    declared = {name: spec_options(mod) for name, mod in specs.items()}
+    unknown = sorted(k for k in given if not any(k in o for o in declared.values()))
+    if unknown:
+        known = "; ".join(f"{n}: {', '.join(o)}" for n, o in declared.items() if o) or "none"
+        raise InputError(f"no selected experiment has an option {unknown[0]!r} (options: {known})")
+    return {
+        name: resolve_options(mod, name, {k: v for k, v in given.items() if k in declared[name]})
+        for name, mod in specs.items()
+    }
 
 
 # ---------------------------------------------------------------------------------------------- manifest
@@ -224,6 +391,7 @@ def manifest(
         "spec": str(spec_path),
         "smoke": ctx.smoke,
         "sizes": ctx.size,
+        "options": ctx.options,
         "seeds": {"runs": ctx.seeds, "indices": f"0..{ctx.seeds - 1}", "base": "fixed seeds in the spec (settings)"}
         if "seeds" in ctx.size
         else None,
@@ -340,9 +508,17 @@ def check_outputs(
             outputs.check_output_file(f, option)
 
 
-def caption_text(mod: ModuleType, name: str, result: dict[str, Any], size: dict[str, Any], smoke: bool) -> str:
+def caption_text(
+    mod: ModuleType,
+    name: str,
+    result: dict[str, Any],
+    size: dict[str, Any],
+    smoke: bool,
+    options: dict[str, Any] | None = None,
+) -> str:
     """``NAME.caption.md``: the spec's ``TITLE`` in bold, its ``caption(result)`` (a generic sentence for a
-    user spec without one), and the sizes the run used (``--smoke`` or full, after ``--seeds``)."""
+    user spec without one), and the sizes the run used (``--smoke`` or full, after ``--seeds``) and the
+    ``options`` (when the spec has any)."""
     title = str(mod.TITLE).strip().rstrip(".")
     if hasattr(mod, "caption"):
         body = str(mod.caption(result)).strip()
@@ -350,7 +526,8 @@ def caption_text(mod: ModuleType, name: str, result: dict[str, Any], size: dict[
         body = f"(The spec defines no caption; every number behind the figure is in `{name}.json`.)"
     run = ", ".join(f"{k} = {json.dumps(jsonable(v))}" for k, v in size.items())
     kind = "smoke sizes (`--smoke`)" if smoke else "full sizes"
-    return f"**{title}.** {body}\n\nRun: {kind}: {run}.\n"
+    opts = "; options: " + ", ".join(f"{k} = {_show(v)}" for k, v in options.items()) if options else ""
+    return f"**{title}.** {body}\n\nRun: {kind}: {run}{opts}.\n"
 
 
 def reproduce(
@@ -366,11 +543,13 @@ def reproduce(
     argv: Sequence[str] | None = None,
     formats: str | Iterable[str] = figures.DEFAULT_FORMATS,
     dpi: int = figures.DEFAULT_DPI,
+    options: dict[str, Any] | None = None,
 ) -> Report:
     """Run experiment ``name`` and write its files (:func:`output_files`) into ``out``: the figure in each of
-    ``formats`` (PNG at ``dpi``), ``NAME.caption.md``, ``NAME.json``, ``NAME.manifest.json``.
+    ``formats`` (PNG at ``dpi``), ``NAME.caption.md``, ``NAME.json``, ``NAME.manifest.json``. ``options``
+    sets options the spec declares (its ``OPTIONS``; :func:`resolve_options`: text or typed values).
 
-    The options and output paths are checked before the run (:func:`check_outputs`); the files are written
+    The arguments, options and output paths are checked before the run (:func:`check_outputs`); the files are written
     all or none (:func:`attsvm.outputs.transaction`): a failure or Ctrl-C leaves no new file and no temporary
     one."""
     if not str(device).startswith(("cpu", "cuda")):
@@ -379,6 +558,7 @@ def reproduce(
     dpi = figures.check_dpi(dpi)
     mod = load_spec(name, folder)
     path = discover(folder)[name]
+    opts = resolve_options(mod, name, options)
     check_outputs([name], out, formats=formats)
     if str(device).startswith("cuda"):
         import torch
@@ -393,6 +573,7 @@ def reproduce(
         device=str(device),
         progress=Progress(name, enabled=progress),
         workers=max(1, nworkers),
+        options=opts,
     )
     import torch
 
@@ -408,11 +589,16 @@ def reproduce(
         torch.set_num_threads(threads)
     wall = time.perf_counter() - t0
     result = jsonable(result)
+    if spec_options(mod):  # the options run, in the settings of NAME.json
+        settings = result.get("settings")
+        if not isinstance(settings, dict):
+            settings = result["settings"] = {} if settings is None else {"value": settings}
+        settings["options"] = dict(opts)
     failures = [str(f) for f in mod.check(result)]
     result["checks"] = {"failures": failures, "ok": not failures}
     files = output_files(name, out, formats)
     result_text = json.dumps(result, indent=1, allow_nan=False)
-    caption = caption_text(mod, name, result, ctx.size, smoke)
+    caption = caption_text(mod, name, result, ctx.size, smoke, opts)
     with outputs.transaction(), figures.paper_style():
         fig = mod.plot(result)
         saved = figures.save_figure(fig, {f: files[f] for f in formats}, dpi)
@@ -426,7 +612,11 @@ def reproduce(
 
 # ---------------------------------------------------------------------------------------------- solves
 def _resolve_fn(dotted: str) -> Callable[..., Any]:
-    mod, _, attr = dotted.partition(":")
+    mod, _, attr = dotted.rpartition(":")
+    if mod.endswith(".py"):  # a function of a spec file: the module this process imported last from that file
+        # (a forked worker: the parent's, even if the file has changed since), else loaded by path (spawned)
+        have = [m for m in list(sys.modules.values()) if getattr(m, "__file__", None) == mod]
+        return getattr(have[-1] if have else load_module(mod, "experiment spec"), attr)
     return getattr(importlib.import_module(mod), attr)
 
 
@@ -441,6 +631,7 @@ def _trim(res: Any) -> Any:
             "objective": res.objective,
             "locally_optimal": res.locally_optimal,
             "extra": {k: v for k, v in res.extra.items() if isinstance(v, (np.ndarray, float, int, list, tuple))},
+            "certificate": {k: v for k, v in res.certificate.items() if isinstance(v, (bool, int, float, str))},
         }
     return res
 
@@ -462,9 +653,11 @@ def _call_job(job: tuple[str, tuple, dict]) -> Any:
 
 
 def call_each(ctx: Context, dotted: str, jobs: Sequence[tuple[tuple, dict]], stage: str) -> list[Any]:
-    """Call ``dotted`` (``"module:function"``) on each ``(args, kwargs)``, on ``ctx.workers`` processes.
+    """Call ``dotted`` (``"module:function"``, or ``"path/to/spec.py:function"`` for a function of a spec
+    file, e.g. ``f"{__file__}:fn"`` in a spec) on each ``(args, kwargs)``, on ``ctx.workers`` processes.
 
-    SVM solutions are reduced to ``{"status", "W", "objective", "locally_optimal", "extra"}``; an
+    SVM solutions are reduced to ``{"status", "W", "objective", "locally_optimal", "extra", "certificate"}``
+    (the certificate's scalar entries); an
     :class:`~attsvm.errors.InfeasibleError` gives status ``"infeasible"``, a
     :class:`~attsvm.errors.SolverError` (or a numpy ``LinAlgError`` inside a solver) status ``"solver-error"``
     with the message in ``"error"`` (never a value; experiments count these and report them)."""

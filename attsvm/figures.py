@@ -161,6 +161,12 @@ def new_figure(ncols: int = 1, nrows: int = 1, width: float | None = None, heigh
     return fig, axes
 
 
+def new_canvas(width: float, height: float):
+    """An empty figure (Agg, constrained layout) of ``width`` x ``height`` inches, for layouts that
+    :func:`new_figure`'s regular grid does not give (``fig.add_gridspec``)."""
+    return _pyplot().figure(figsize=(float(width), float(height)), layout="constrained")
+
+
 def band_stats(runs, log: bool = False) -> dict[str, Any]:
     r"""Mean $\pm$ one standard deviation over the runs of ``runs`` (R points, B seeds; NaNs ignored):
     ``{"mean", "lo", "hi"}`` of length R, plus ``"log"`` and ``"n_min"``/``"n"``, the fewest and most seeds

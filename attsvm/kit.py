@@ -42,7 +42,8 @@ helper                            definition (float64 / high precision)
 ``wmm(ds, alpha)``                $W^{mm}_\alpha$ with support tokens: solver / exact rational certificate
 ``wmm_nuclear(ds, alpha)``        $W^{mm\star}_\alpha$: the solver's $W$ with a proved duality gap
 ``locally_optimal(ds, alpha)``    $\alpha$ locally optimal: every support token scores below $\alpha$
-``gd(ds, ...)``                   GD / normalised GD on $W$ or $(K,Q)$: the engine / the 50-digit replay
+``gd(ds, ...)``                   GD, NGD on $W$ / $(K,Q)$; NSD (``norm``), Adam, mirror descent on $W$;
+                                  ``schedule``: the engine / the 50-digit replay
 ``tol(name)``                     the tolerance table; rounding allowances are $10^{-30}$ at high precision
 ``to_float(x)``                   a float keeping the sign of a tiny number
 ================================  ==================================================================
@@ -524,17 +525,40 @@ class Kit:
         W0: Any = None,
         K0: Any = None,
         Q0: Any = None,
+        norm: str | None = None,
+        q: float | None = None,
+        schedule: str = "constant",
+        adam_betas: tuple[float, float] = (0.9, 0.999),
+        adam_eps: float = 0.0,
     ) -> Run:
-        r"""``steps`` steps of ``algo`` (``gd``: $\theta\leftarrow\theta-\eta\nabla$; ``ngd``: per factor
-        $\theta\leftarrow\theta-\eta\nabla/\|\nabla\|_F$) on $W$ (from ``W0``, default 0) or, when ``K0``/``Q0`` are
-        given, on $(K,Q)$ with $W=KQ^\top$; ``W0`` of shape (B,d,d) runs B starts (one batch in float64).
+        r"""``steps`` steps of ``algo`` with step sizes $\eta_k$ (``schedule``: ``"constant"`` $\eta_k=\eta$ = ``lr``,
+        ``"rsqrt"`` $\eta_k=\eta(k+1)^{-1/2}$) on $W$ (from ``W0``, default 0) or, when ``K0``/``Q0`` are given, on
+        $(K,Q)$ with $W=KQ^\top$; ``W0`` of shape (B,d,d) runs B starts (one batch in float64). Algorithms (THEORY
+        §1, §6; $g_k$ the gradient at the iterate):
+
+        * ``gd``: $\theta_{k+1}=\theta_k-\eta_kg_k$; ``ngd``: per factor $\theta_{k+1}=\theta_k-\eta_kg_k/\|g_k\|_F$;
+        * ``nsd`` ($W$ only): $W_{k+1}=W_k-\eta_k\Delta_k$,
+          $\Delta_k=\arg\max_{\|\Delta\|\le1}\langle g_k,\Delta\rangle$ in ``norm`` — ``fro`` $g/\|g\|_F$, ``linf``
+          $\mathrm{sign}(g)$, ``l1`` the largest-magnitude entries (exact ties share the step), ``spec``
+          $U_rV_r^\top$ over the singular values $>\rho\,\sigma_1$ ($\rho$ = ``tol("spec_rank")``), ``lq`` with ``q``;
+        * ``adam`` ($W$ only): $m_k=\beta_1m_{k-1}+(1-\beta_1)g_k$, $v_k=\beta_2v_{k-1}+(1-\beta_2)g_k^2$,
+          $W_{k+1}=W_k-\eta_k\hat m_k/(\sqrt{\hat v_k}+\epsilon)$ with the bias corrections $1-\beta^{k+1}$
+          (``adam_betas`` $(\beta_1,\beta_2)$, ``adam_eps`` $\epsilon$, default 0: the scale-free direction);
+        * ``md`` / ``nmd`` ($W$ only): $\ell_q$ mirror descent, plain / normalised by $\|g_k\|_{q^*}$ (``q``).
+
         Float64: :func:`attsvm.gd.run`; high precision: the 50-digit replay :func:`attsvm.highprec.replay` of the
-        same steps from the same (exact) start."""
+        same steps from the same (exact) start, written from these definitions. On $(K,Q)$ only ``gd`` and ``ngd``
+        are available (the others have no high-precision replay there, so a claim could not be confirmed)."""
         raw = _ds(ds)
         d = raw.d
         kq = K0 is not None or Q0 is not None
         if kq and (K0 is None or Q0 is None):
             raise ValueError("gd on (K, Q) needs both K0 and Q0")
+        if kq and algo not in ("gd", "ngd"):
+            raise ValueError(f"kit gd on (K, Q) supports algo 'gd' and 'ngd' only (no 50-digit replay of {algo!r})")
+        opts: dict[str, Any] = {"norm": norm, "q": q, "schedule": schedule}
+        if algo == "adam":
+            opts.update(adam_betas=tuple(adam_betas), adam_eps=adam_eps)
         many = not kq and W0 is not None and np.ndim(W0) == 3
         if not self.hp:
             from .gd import run as gd_run
@@ -546,7 +570,15 @@ class Kit:
             target = Dataset.stack([raw] * len(init)) if many else raw
             extra = {"m": int(np.shape(K0)[1])} if kq else {}
             res = gd_run(
-                target, param="KQ" if kq else "W", algo=algo, lr=lr, steps=int(steps), loss=loss, init=init, **extra
+                target,
+                param="KQ" if kq else "W",
+                algo=algo,
+                lr=lr,
+                steps=int(steps),
+                loss=loss,
+                init=init,
+                **extra,
+                **opts,
             )
             if many:
                 return Run(np.asarray(res.W), None, None, int(np.max(res.steps)), float(lr))
@@ -556,17 +588,27 @@ class Kit:
         from . import highprec as hpm
 
         if many:
-            runs = [self.gd(raw, algo=algo, lr=lr, steps=steps, loss=loss, W0=w) for w in W0]
+            runs = [self.gd(raw, algo=algo, lr=lr, steps=steps, loss=loss, W0=w, **opts) for w in W0]
             return Run(np.stack([r.W for r in runs]), None, None, max(r.steps for r in runs), runs[0].lr)
         with self.context():
             if kq:
                 init = {"K": self.array(K0).tolist(), "Q": self.array(Q0).tolist()}
-                rep = hpm.replay(raw, init, param="KQ", algo=algo, lr=lr, steps=int(steps), loss=loss, dps=self.dps)
+                rep = hpm.replay(
+                    raw, init, param="KQ", algo=algo, lr=lr, steps=int(steps), loss=loss, dps=self.dps, **opts
+                )
                 K, Q = (np.array(rep.final[k], dtype=object) for k in ("K", "Q"))
                 return Run(K @ Q.T, K, Q, rep.taken, rep.lr)
             start = np.zeros((d, d)) if W0 is None else W0
             rep = hpm.replay(
-                raw, self.array(start).tolist(), param="W", algo=algo, lr=lr, steps=int(steps), loss=loss, dps=self.dps
+                raw,
+                self.array(start).tolist(),
+                param="W",
+                algo=algo,
+                lr=lr,
+                steps=int(steps),
+                loss=loss,
+                dps=self.dps,
+                **opts,
             )
             return Run(np.array(rep.final["W"], dtype=object), None, None, rep.taken, rep.lr)
 

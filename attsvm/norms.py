@@ -62,3 +62,36 @@ def entrywise_norm(W: np.ndarray, q: float) -> float:
     if np.isinf(q):
         return s
     return float(s * np.sum((a / s) ** q) ** (1.0 / q))
+
+
+#: the matrix norms :func:`matrix_norms` evaluates (THEORY §6): Frobenius, entrywise l1 / l_inf / l_q, spectral,
+#: nuclear
+MATRIX_NORMS = ("fro", "l1", "linf", "lq", "spec", "nuc")
+
+
+def matrix_norms(W: np.ndarray, kind: str, q: float | None = None) -> np.ndarray:
+    r"""$\|W_b\|$ for every matrix of a stack ``W`` (..., d, d), in the norm ``kind`` of :data:`MATRIX_NORMS`:
+    ``fro`` $(\sum W_{ab}^2)^{1/2}$, ``l1`` $\sum|W_{ab}|$, ``linf`` $\max|W_{ab}|$, ``lq``
+    $(\sum|W_{ab}|^q)^{1/q}$, ``spec`` $\sigma_{\max}$, ``nuc`` $\sum_k\sigma_k$. Scale-safe: each matrix is
+    divided by its largest entry first (exactly a power of two), and a zero matrix has norm 0."""
+    W = np.asarray(W, dtype=np.float64)
+    mx = np.max(np.abs(W), axis=(-2, -1), keepdims=True)
+    e = np.where((mx > 0) & np.isfinite(mx), np.frexp(mx)[1], 0)
+    Ws = np.ldexp(W, -e)
+    if kind == "fro":
+        out = np.sqrt(np.sum(Ws * Ws, axis=(-2, -1)))
+    elif kind == "l1":
+        out = np.sum(np.abs(Ws), axis=(-2, -1))
+    elif kind == "linf":
+        out = np.max(np.abs(Ws), axis=(-2, -1))
+    elif kind == "lq":
+        if q is None or not q > 1:
+            raise ValueError("the entrywise l_q norm needs q > 1")
+        out = np.sum(np.abs(Ws) ** q, axis=(-2, -1)) ** (1.0 / q)
+    elif kind in ("spec", "nuc"):
+        sv = np.linalg.svd(Ws, compute_uv=False)
+        out = sv[..., 0] if kind == "spec" else sv.sum(-1)
+    else:
+        raise ValueError(f"unknown matrix norm {kind!r} (known: {', '.join(MATRIX_NORMS)})")
+    with np.errstate(over="ignore"):
+        return np.ldexp(out, e[..., 0, 0])

@@ -19,6 +19,7 @@ Keys
 ``batch_rtol``                  batched runs vs the same runs one at a time
 ``device_rtol``                 CUDA vs CPU results
 ``nuc_gap``                     relative duality gap accepted for Att-SVM* (nuclear)
+``norm_gap``                    relative gap of a proved bracket accepted for the l1 / l_inf / spectral Att-SVMs
 ``experiment_corr``             experiments: a finite GD run "reached" an SVM direction when 1 - corr <= this
 ``rowspace``                    GD: ||(W_k - W_0)(I - P_Z)||_F relative to ||W_k - W_0||_F
 ``rounding``                    relative rounding allowance of a float64 identity/bound evaluated in a few operations
@@ -26,6 +27,7 @@ Keys
 ``near_tie``                    a score gap $\gamma_{i,\mathrm{opt}}-\max_{t\ne\mathrm{opt}}\gamma_{it}$ at most this
                                 times $\|v\|\max_t\|x_{it}\|$ is a near-tie (warned: rounding decides opt)
 ``trap_slope_rtol``             measured d log s / d||W|| of a trapped input vs the slope its SVM deficit predicts
+``spec_rank``                   nsd spec: singular values <= this * sigma_1 are left out of U V^T (about sqrt(eps))
 """
 
 from __future__ import annotations
@@ -44,12 +46,14 @@ _TABLE: dict[tuple[str, str], dict[str, float]] = {
         "batch_rtol": 1e-10,
         "device_rtol": 1e-8,
         "nuc_gap": 1e-6,
+        "norm_gap": 1e-6,
         "experiment_corr": 1e-2,
         "rounding": 1e-12,
         "rowspace": 1e-10,
         "replay_rtol": 1e-10,
         "trap_slope_rtol": 2e-2,
         "near_tie": 1e-12,
+        "spec_rank": 1e-8,
     },
     ("float32", "cpu"): {
         "grad_rtol": 1e-4,
@@ -64,12 +68,14 @@ _TABLE: dict[tuple[str, str], dict[str, float]] = {
         "batch_rtol": 1e-4,
         "device_rtol": 1e-3,
         "nuc_gap": 1e-4,
+        "norm_gap": 1e-4,
         "experiment_corr": 1e-2,
         "rounding": 1e-5,
         "rowspace": 1e-4,
         "replay_rtol": 1e-4,
         "trap_slope_rtol": 2e-2,
         "near_tie": 1e-5,
+        "spec_rank": 3e-4,
     },
 }
 # CUDA: same numbers except reductions may be reordered, so device comparisons are looser.

@@ -5,19 +5,28 @@ $Y=(1,1)$); $W$ from $W_0=0$, $(K,Q)$ from $Q_0=0$, $K_0=0.1\,\mathcal N$. The a
 $x_{it}^\top(Wz_i)$, so the vector $Wz_i$ in token space is what selects: GD on $W$ aligns it with
 $W^{mm}z_i$, GD on $(K,Q)$ with $W^{mm}_\star z_i$.
 
-Two stages. (1) The paper's run: normalised GD, $\eta=0.1$, 2000 steps. There the direction of $W_kz_2$ is
-still turning (for instance 0, $28^\circ$ short of $W^{mm}z_2$ for instance 0: $W^{mm}z_2$ is short, so the logits of
-input 2 matter little to the loss until the norm is large). (2) The same normalised GD continued from the
-stage-1 iterate with $\eta=1$ for ``more_steps`` steps: normalised GD grows $\|W_k\|_F$ by at most $\eta$ per
-step, so 8000 steps at $\eta=1$ reach the norms of $8\cdot10^4$ steps at $\eta=0.1$ at a tenth of the cost,
-and there $W_kz_i$ lies on $W^{mm}z_i$ (``check`` bounds the angle). GD on $(K,Q)$ is on $W^{mm}_\star z_i$
-already after stage 1 on the drawn instance (on some other instances it stays a few degrees off: the paper's
-open problem ``kq-gd-nuclear``).
+Two stages. (1) The paper's run: normalised GD, $\eta=0.1$, 2000 steps, with the authors' normaliser
+$g/(\|g\|+2^{-52})$ and, for $(K,Q)$, their ridge $2^{-52}(\|K\|_F^2+\|Q\|_F^2)$ (option ``ridge``). There the
+direction of $W_kz_2$ is still turning (for instance 0, $28^\circ$ short of $W^{mm}z_2$: $W^{mm}z_2$ is short, so
+the logits of input 2 matter little to the loss until the norm is large). (2) The same normalised GD (without the
+ridge and the normaliser's $\varepsilon$) continued from the stage-1 iterate with $\eta=1$ for ``more_steps``
+steps: normalised GD grows $\|W_k\|_F$ by at most $\eta$ per step, so 8000 steps at $\eta=1$ reach the norms of
+$8\cdot10^4$ steps at $\eta=0.1$ at a tenth of the cost, and there $W_kz_i$ lies on $W^{mm}z_i$ (``check`` bounds
+the angle). GD on $(K,Q)$ is on $W^{mm}_\star z_i$ already after stage 1 on the drawn instance (on some other
+instances it stays a few degrees off: the paper's open problem ``kq-gd-nuclear``).
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from attsvm.experiments import Option
+
+#: the float64 machine epsilon: the authors' ridge on (K,Q) and their normaliser g/(|g| + eps)
+EPS = 2.0**-52
+OPTIONS = {
+    "ridge": Option(EPS, minimum=0.0, help="ridge lambda of lambda(|K|^2+|Q|^2) on the (K,Q) runs (paper: 2^-52)")
+}
 
 TITLE = (
     "E1: in the token plane, W_k z_i of GD on W is still turning after the paper's 2000 steps and lies on "
@@ -51,12 +60,14 @@ def run(ctx) -> dict:
     B = ctx.seeds
     ds = generate.visual(seed=0, B=B)
     rec = dict(record_every=s["record_every"], record_params=True)
-    first = dict(algo="ngd", lr=LR, steps=s["steps"], **rec)
+    first = dict(algo="ngd", lr=LR, steps=s["steps"], grad_eps=EPS, **rec)
+    ridge = ctx.options["ridge"]
     jobs = [dict(ds=ds, param="W", init="zero", **first)]
-    jobs.append(dict(ds=ds, param="KQ", m=2, init="zero", init_scale=0.1, seed=0, **first))
+    jobs.append(dict(ds=ds, param="KQ", m=2, init="zero", init_scale=0.1, seed=0, ridge=ridge, **first))
     rW, rK = gd_runs(ctx, jobs, "gd (paper, 2000 steps)")
     more = dict(algo="ngd", lr=s["more_lr"], steps=s["more_steps"], record_every=max(s["more_steps"] // 200, 1))
     jobs = [dict(ds=ds, param="W", init=rW.W, record_params=True, **more)]
+    # the continuation asks where GD itself goes: no ridge (it would hold the norm at its balance point)
     jobs.append(dict(ds=ds, param="KQ", m=2, init={"K": rK.K, "Q": rK.Q}, record_params=True, **more))
     cW, cK = gd_runs(ctx, jobs, "gd (continued)")
     with ctx.timed("svm fro"):
@@ -84,7 +95,18 @@ def run(ctx) -> dict:
         }
 
     out = {
-        "settings": dict(s, n=2, T=3, d=2, algo="ngd", lr=LR, init_W="zero", init_KQ="Q0=0, K0=0.1N"),
+        "settings": dict(
+            s,
+            n=2,
+            T=3,
+            d=2,
+            algo="ngd",
+            lr=LR,
+            init_W="zero",
+            init_KQ="Q0=0, K0=0.1N",
+            grad_eps=EPS,
+            ridge_KQ=ctx.options["ridge"],
+        ),
         "W": {"paper": stage(rW, Wmm), "continued": stage(cW, Wmm)},
         "KQ": {
             "paper": stage(rK, Wst),
@@ -179,7 +201,10 @@ def caption(res: dict) -> str:
         f"$x_{{it}}$ of input 1 (blue) and input 2 (orange); stars: each input's optimal token. Thick translucent "
         f"line: the unit direction of $W_kz_i$ (the vector whose inner products with the tokens are the attention "
         f"logits) along normalised GD with the paper's $\\eta$ = {st['lr']} for {k1} steps, from $W_0=0$ (left, GD "
-        f"on $W$) and from $Q_0=0$, $K_0=0.1\\,\\mathcal N$ (right, GD on $(K,Q)$, $W_k=K_kQ_k^\\top$); circle: its "
+        f"on $W$) and from $Q_0=0$, $K_0=0.1\\,\\mathcal N$ (right, GD on $(K,Q)$, $W_k=K_kQ_k^\\top$, with the "
+        f"authors' ridge {st.get('ridge_KQ', 0):.3g}$\\,(\\|K\\|_F^2+\\|Q\\|_F^2)$ in the loss; every step "
+        f"$\\eta g/(\\|g\\|+2^{{-52}})$ per factor, as their notebook; the continuation below has neither, as it "
+        f"asks where GD itself goes); circle: its "
         f"end. Dotted line and square: the same GD continued for {st['more_steps']} more steps with $\\eta$ = "
         f"{st['more_lr']:g} (to step {k2}). Dashed: the direction of $W^{{mm}}z_i$ (Frobenius Att-SVM, left) and of "
         f"$W^{{mm}}_\\star z_i$ (nuclear-norm Att-SVM, right; it has rank one here, so both inputs share one "

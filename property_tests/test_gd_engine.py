@@ -200,7 +200,7 @@ def test_cone_init_lies_in_the_cone(seed, mu, R, depth):
     "kw",
     [
         dict(param="X"),
-        dict(algo="adam"),
+        dict(algo="lion"),
         dict(algo="md"),
         dict(algo="md", q=1.0),
         dict(param="KQ", algo="md", q=2.0),

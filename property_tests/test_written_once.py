@@ -22,7 +22,15 @@ from attsvm.claims.runner import run_claim
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = Path(__file__).parent / "fixtures" / "written_once"
-PORTED = ("smoothness-bound", "no-stationary-overparam", "nuclear-variational", "rowspace-invariance")
+PORTED = (
+    "smoothness-bound",
+    "no-stationary-overparam",
+    "nuclear-variational",
+    "rowspace-invariance",
+    "kq-balancedness",
+)
+#: expected-false controls written once (no confirmer): their float64 failure must be *confirmed* automatically
+CONTROLS = ("kq-balancedness-control",)
 
 
 def _data(name="paper", seed=3, **sizes):
@@ -151,4 +159,21 @@ def test_ported_claims_confirm_automatically(claim_id):
     planted = Outcome(ok=False, margin=-1.0, detail=out.detail)
     conf = confirm(c, case, planted)
     assert conf.status == "cleared" and conf.by == "automatic", conf.reason
+    assert "margin_50" in conf.outcome.detail
+
+
+@pytest.mark.parametrize("claim_id", CONTROLS)
+def test_controls_confirm_automatically(claim_id):
+    """An expected-false control without a confirmer: on a real case its float64 failure is *confirmed* by the
+    automatic re-run at 50 and 100 digits (and a planted pass of the same case would not be)."""
+    (c,) = [x for x in discover(None) if x.id == claim_id]
+    assert c.confirmer is None and c.origin == "expected-false"
+    name, params = strategies.split_hypotheses(c.hypotheses)
+    fixed = {k: (v[-1] if isinstance(v, tuple) else v) for k, v in params.items()}
+    ds = strategies.batch(name, 1, seed=5, **fixed)[0]
+    case = Case(data=ds, hypotheses=c.case_hypotheses, seed=5, budget=0.2)
+    out = c.conclusion(case)
+    assert not out.ok and not out.inconclusive, out.detail
+    conf = confirm(c, case, out)
+    assert conf.status == "confirmed" and conf.by == "automatic", conf.reason
     assert "margin_50" in conf.outcome.detail

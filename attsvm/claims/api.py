@@ -39,7 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-ORIGINS = ("paper", "reconstructed", "derived", "empirical", "expected-false")
+ORIGINS = ("paper", "reconstructed", "derived", "conjecture", "empirical", "expected-false")
 KINDS = ("universal", "empirical")
 EXPECTATIONS = ("true", "false", "inconclusive")
 HOW = ("float64", "high precision", "exact", "rigorous")  # how an example was decided

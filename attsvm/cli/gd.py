@@ -1,4 +1,7 @@
-r"""``attsvm gd DATA.npz``: run (normalised) gradient descent / mirror descent on a data set or a batch.
+r"""``attsvm gd DATA.npz``: run (normalised) gradient descent, normalised steepest descent (``--algo nsd --norm
+fro|linf|l1|spec|lq``), Adam, or (normalised) mirror descent on a data set or a batch, with constant or
+$\eta_0/\sqrt{k+1}$ step sizes (``--schedule``); the algorithms and their equations are listed in the epilog
+(:data:`EPILOG`, ``attsvm gd --help``) and in docs/gd.md.
 
 A batch file (leading axis B) runs all its data sets concurrently; ``--json`` prints
 ``{"runs": [{"W", "loss", "norm", "selection", "steps", "stop_reason", ...}, ...]}`` in file order
@@ -44,6 +47,19 @@ from typing import Any
 import numpy as np
 
 EPILOG = """\
+algorithms (--algo; every one with --schedule constant lr_k = LR or rsqrt lr_k = LR/sqrt(k+1)):
+  gd    W_k+1 = W_k - lr_k grad L(W_k)                         (plain float gradient)
+  ngd   W_k+1 = W_k - lr_k G/||G||_F, per factor               (log-domain direction G)
+  nsd   W_k+1 = W_k - lr_k Delta_k, Delta_k = argmax_{||Delta|| <= 1} <G, Delta> in --norm:
+        fro G/||G||_F, linf sign(G), l1 the largest |G_ij| (ties share it evenly), spec U V^T
+        (reduced SVD, nonzero singular values only), lq sign(G)|G|^(q*-1)/||G||_q*^(q*-1)
+  md    D_k+1 = D_k - lr_k grad L(W_k), D = sign(W)|W|^(q-1), W = sign(D)|D|^(1/(q-1))
+  nmd   D_k+1 = D_k - lr_k G/||G||_q*, q* = q/(q-1), same D and W
+  adam  m_k = B1 m_k-1 + (1-B1) g_k, v_k = B2 v_k-1 + (1-B2) g_k^2 (entrywise),
+        W_k+1 = W_k - lr_k m_k/(1-B1^(k+1)) / (sqrt(v_k/(1-B2^(k+1))) + EPS)
+  (KQ, vp: each factor separately; the header line names the norm, q, schedule and Adam settings, and --json
+  gives them under "settings")
+
 output columns (one row per run; run b is data set b of the file, in file order):
   run           index of the data set in the file (0 for a single data set)
   steps         updates taken (fewer than --steps when the run stopped early)
@@ -88,29 +104,64 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "gd",
         help="run gradient descent on attention (batched)",
-        description="Run GD / normalised GD / mirror descent on W, (K,Q), p or (v,p); batch files run concurrently.",
+        description="Run GD / normalised GD / normalised steepest descent / Adam / mirror descent on W, (K,Q), p or "
+        "(v,p); batch files run concurrently.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("data", metavar="DATA", help="data set file (.npz or .json; a leading batch axis runs them all)")
     p.add_argument(
         "--param",
-        choices=["W", "KQ", "p", "vp"],
+        choices=["W", "KQ", "p", "vp", "diag"],
         default="W",
         help="what is trained: W (attention matrix), KQ (W = K Q^T, width --m), p (prompt), vp (head v and "
-        "prompt p jointly) (default: %(default)s)",
+        "prompt p jointly), diag (diagonal K, Q: W = diag(k * q)) (default: %(default)s)",
     )
     p.add_argument(
         "--algo",
-        choices=["gd", "ngd", "md"],
+        choices=["gd", "ngd", "md", "nsd", "adam", "nmd"],
         default="ngd",
         help="gd: plain gradient descent; ngd: normalised GD (unit-norm steps per factor, direction in the log "
-        "domain); md: l_q mirror descent (W and p; needs --q) (default: %(default)s)",
+        "domain); md: l_q mirror descent (W and p; needs --q); nsd: normalised steepest descent in --norm "
+        "(W_k+1 = W_k - lr_k Delta_k, Delta_k = argmax_{||Delta|| <= 1} <grad, Delta>, per factor; log-domain "
+        "direction); adam: bias-corrected Adam (--adam-betas, --adam-eps; scale-safe moments); nmd: normalised "
+        "l_q mirror descent, dual D_k+1 = D_k - lr_k grad/||grad||_q* (W and p; needs --q) (default: %(default)s)",
     )
     p.add_argument(
-        "--q", type=float, default=None, help="exponent of the mirror-descent potential ||W||_q^q/q, q > 1 "
-        "(default: none; required by --algo md)"
+        "--norm",
+        choices=["fro", "linf", "l1", "spec", "lq"],
+        default=None,
+        help="--algo nsd: the norm of the steepest direction: fro G/||G||_F (= ngd), linf sign(G) (entrywise), "
+        "l1 the largest-magnitude entry (exact ties share the step evenly), spec U V^T of the reduced SVD "
+        "(Muon-like; nonzero singular directions only), lq sign(G)|G|^(q*-1)/||G||_q*^(q*-1) (needs --q) "
+        "(default: none; required by --algo nsd)",
+    )
+    p.add_argument(
+        "--q", type=float, default=None, help="q > 1: exponent of the mirror-descent potential ||W||_q^q/q "
+        "(--algo md, nmd) or of the l_q norm (--algo nsd --norm lq) (default: none; required there)"
     )  # fmt: skip
+    p.add_argument(
+        "--schedule",
+        choices=["constant", "rsqrt"],
+        default="constant",
+        help="step sizes: constant lr_k = LR, or rsqrt lr_k = LR/sqrt(k+1) for update k = 0, 1, ... (every "
+        "--algo) (default: %(default)s)",
+    )
+    p.add_argument(
+        "--adam-betas",
+        default="0.9,0.999",
+        metavar="B1,B2",
+        help="--algo adam: the moment decay rates, 0 <= B1 < sqrt(B2) < 1 (default: %(default)s)",
+    )
+    p.add_argument(
+        "--adam-eps",
+        type=float,
+        default=0.0,
+        metavar="EPS",
+        help="--algo adam: step lr m_hat/(sqrt(v_hat) + EPS); 0 is the algorithm of the theory (the moments are "
+        "kept on a running log-scale, so tiny gradients never give 0/0); torch.optim.Adam uses 1e-8 "
+        "(default: %(default)s)",
+    )
     p.add_argument(
         "--lr", default="0.1", help="step size eta (a positive number), or '1/L' for 1/L_W of each data set "
         "(default: %(default)s)"
@@ -124,7 +175,23 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         type=float,
         default=0.0,
         metavar="LAMBDA",
-        help="ridge penalty lambda on the squared parameter norms, all factors (default: %(default)s)",
+        help="ridge penalty lambda on the squared parameter norms, all factors; the paper's (K,Q) runs use "
+        "2.220446049250313e-16, the float64 machine epsilon (default: %(default)s)",
+    )
+    p.add_argument(
+        "--normalize",
+        choices=["per-factor", "joint"],
+        default="per-factor",
+        help="--algo ngd with several factors (KQ, vp): normalise each factor's gradient (the paper's code) or "
+        "the whole gradient (g_K, g_Q)/||(g_K, g_Q)|| (default: %(default)s)",
+    )
+    p.add_argument(
+        "--grad-eps",
+        type=float,
+        default=0.0,
+        metavar="EPS",
+        help="--algo ngd: step eta g/(||g|| + EPS), the authors' normaliser (their EPS is 2.220446049250313e-16) "
+        "(default: %(default)s, exactly g/||g||)",
     )
     p.add_argument(
         "--loss",
@@ -151,7 +218,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument(
         "--init",
         default="zero",
-        help="initial point: zero | random | FILE (.npy array W0/p0, or .npz with W | K,Q | p | v,p) "
+        help="initial point: zero | random | linear (PyTorch's nn.Linear default, U(-1/sqrt(d), 1/sqrt(d)) "
+        "entrywise, the authors' code) | FILE (.npy array W0/p0, or .npz with W | K,Q | p | v,p) "
         "(default: %(default)s)",
     )
     p.add_argument(
@@ -196,14 +264,27 @@ def _lr(text: str) -> Any:
         raise InputError(f"--lr must be a number or '1/L', got {text!r}") from exc
 
 
-def _init(text: str, param: str) -> Any:
+def _betas(text: str) -> tuple[float, float]:
     from ..errors import InputError
 
-    if text in ("zero", "random"):
+    parts = text.split(",")
+    try:
+        if len(parts) != 2:
+            raise ValueError(text)
+        return float(parts[0]), float(parts[1])
+    except ValueError as exc:
+        raise InputError(f"--adam-betas must be two numbers B1,B2, got {text!r}") from exc
+
+
+def _init(text: str, param: str) -> Any:
+    from ..errors import InputError
+    from ..gd.init import INITS
+
+    if text in INITS:
         return text
     path = Path(text)
     if not path.is_file():
-        raise InputError(f"--init: {text!r} is neither 'zero', 'random' nor an existing file")
+        raise InputError(f"--init: {text!r} is neither one of {', '.join(INITS)} nor an existing file")
     try:
         if path.suffix.lower() == ".npy":
             return np.load(path, allow_pickle=False)
@@ -352,8 +433,19 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--record-every must be positive, got {args.record_every}")
     if args.threads < 1:
         raise InputError("--threads must be a positive integer")
-    if args.algo == "md" and args.q is None:
-        raise InputError("--algo md needs --q (the l_q potential, q > 1)")
+    if args.algo in ("md", "nmd") and args.q is None:
+        raise InputError(f"--algo {args.algo} needs --q (the l_q potential, q > 1)")
+    if args.algo == "nsd" and args.norm is None:
+        raise InputError("--algo nsd needs --norm (fro, linf, l1, spec or lq)")
+    if args.norm is not None and args.algo != "nsd":
+        raise InputError(f"--norm applies to --algo nsd only, got --algo {args.algo}")
+    if args.algo == "nsd" and args.norm == "lq" and args.q is None:
+        raise InputError("--norm lq needs --q (q > 1)")
+    if args.q is not None and not (args.algo in ("md", "nmd") or args.norm == "lq"):
+        raise InputError("--q applies to --algo md, nmd and to --algo nsd --norm lq only")
+    betas = _betas(args.adam_betas)
+    if args.algo != "adam" and (betas != (0.9, 0.999) or args.adam_eps != 0.0):
+        raise InputError("--adam-betas and --adam-eps apply to --algo adam only")
     solver = None
     if args.target is not None:
         if args.param not in SVM_OF_PARAM:
@@ -382,6 +474,12 @@ def run(args: argparse.Namespace) -> int:
         q=args.q,
         m=args.m,
         ridge=args.ridge,
+        normalize=args.normalize,
+        grad_eps=args.grad_eps,
+        norm=args.norm,
+        schedule=args.schedule,
+        adam_betas=betas,
+        adam_eps=args.adam_eps,
         loss=args.loss,
         init=_init(args.init, args.param),
         init_scale=args.init_scale,
@@ -434,6 +532,7 @@ def run(args: argparse.Namespace) -> int:
     lines = [x for x in (_nonfinite_line(res), _solver_line(solver)) if x is not None]
     if args.json:
         out = {"param": args.param, "algo": args.algo, "device": args.device, "seconds": res.seconds}
+        out["settings"] = _settings_json(res.settings)
         if solver is not None:
             out.update(target=args.target, svm=solver.svm)
         out["runs"] = runs
@@ -445,6 +544,15 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"error: {'; '.join(lines)}\n")
         return 1
     return 0
+
+
+def _settings_json(st) -> dict[str, Any]:
+    """The run's :class:`~attsvm.gd.algorithms.Settings` as JSON (``adam_betas`` a list; ``null`` for unset)."""
+    import dataclasses
+
+    d = dataclasses.asdict(st)
+    d["adam_betas"] = list(d["adam_betas"])
+    return d
 
 
 def _solver_line(solver: TargetSolver | None) -> str | None:
@@ -469,7 +577,19 @@ def _table(args: argparse.Namespace, res, runs: list[dict[str, Any]], alpha: boo
 
     svm = {"fro": "Att-SVM (Frobenius)", "nuc": "Att-SVM* (nuclear norm)", "prompt": "prompt SVM"}
     extra = f" target={args.target} svm={svm[SVM_OF_PARAM[args.param]]}" if target else ""
-    w(f"attsvm gd: param={args.param} algo={args.algo} runs={res.B} ({res.seconds:.2f} s){extra}\n")
+    st = res.settings
+    how = "".join(
+        f" {k}={v}"
+        for k, v in (
+            ("norm", st.norm),
+            ("q", st.q),
+            ("schedule", None if st.schedule == "constant" else st.schedule),
+            ("betas", f"{st.adam_betas[0]:g},{st.adam_betas[1]:g}" if st.algo == "adam" else None),
+            ("eps", f"{st.adam_eps:g}" if st.algo == "adam" else None),
+        )
+        if v is not None
+    )
+    w(f"attsvm gd: param={args.param} algo={args.algo}{how} runs={res.B} ({res.seconds:.2f} s){extra}\n")
     head = f"{'run':>4} {'steps':>7} {'stop':>11} {'loss':>12} {'norm':>12} {'stuck':>5}"
     head += f" {'=alpha':>6}" if alpha else ""
     head += f" {'corr(target)':>12} {'=target':>7} {'corr(final)':>12}" if target else ""

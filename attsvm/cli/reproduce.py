@@ -3,11 +3,16 @@
 Writes the figure in each ``--format`` (default ``png,pdf``; PNG at ``--dpi``, default 200) as ``DIR/NAME.png``,
 ``DIR/NAME.pdf``, ``DIR/NAME.svg``, its caption ``DIR/NAME.caption.md`` (what every line, band and marker shows,
 and the sizes run), ``DIR/NAME.json`` (the numbers behind it) and ``DIR/NAME.manifest.json`` (package versions,
-device, seeds, git revision, wall time, the figure files with format and dpi), all or none. Exit 0 when the
-paper's qualitative claims hold on the run, 1 when a check failed, 2 on bad input (an unknown name or format, a
-``--dpi`` outside 50..1200, a spec that does not import, an ``--out`` folder that cannot be written: checked
-before anything runs). Ctrl-C stops the run and its worker processes (``error: interrupted``, exit 130) and
-leaves no partial file.
+device, seeds, git revision, wall time, options, the figure files with format and dpi), all or none. Exit 0 when
+the paper's qualitative claims hold on the run, 1 when a check failed, 2 on bad input (an unknown name or format,
+a ``--dpi`` outside 50..1200, a spec that does not import, an unknown option or a value it does not allow, an
+``--out`` folder that cannot be written: checked before anything runs). Ctrl-C stops the run and its worker
+processes (``error: interrupted``, exit 130) and leaves no partial file.
+
+Options: ``--set KEY=VALUE`` (repeatable) sets an option that the experiment's spec declares (its ``OPTIONS``),
+the value read as the type of the option's default; with ``all`` an option goes to the experiments that declare
+it, and a key that none of them declares is an error. ``--reference scs`` is short for ``--set reference=scs``
+(``rank``: also solve Att-SVM* as the authors' cvxpy model with SCS and compare the ranks).
 """
 
 from __future__ import annotations
@@ -15,16 +20,24 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 
 from ..experiments import NAMES  # stdlib + numpy only at import time
 from ..figures import DEFAULT_DPI, DEFAULT_FORMATS, FORMATS, MAX_DPI, MIN_DPI
+
+
+def _fill(text: str) -> str:
+    """A paragraph of this docstring for ``--help``: rewrapped, never inside an option name (``--set``)."""
+    return textwrap.fill(" ".join(text.split()).replace("``", "'"), width=79, break_on_hyphens=False)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "reproduce",
         help="reproduce an experiment of the papers (figure, numbers, manifest)",
-        description=__doc__.split("\n\n")[0],
+        description=_fill(__doc__.split("\n\n")[0]),
+        epilog=_fill(__doc__.split("\n\n")[2]),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("name", metavar="NAME", help=f"experiment: {', '.join(NAMES)}, or all")
     p.add_argument("--smoke", action="store_true", help="small sizes (CI) that still show the qualitative result")
@@ -41,6 +54,21 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         metavar="N",
         help=f"PNG resolution, {MIN_DPI}..{MAX_DPI} (default: {DEFAULT_DPI})",
     )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set an option of the experiment (repeatable; the error for an unknown key lists the experiment's "
+        "options; rank: reference=none|scs)",
+    )
+    p.add_argument(
+        "--reference",
+        default=None,
+        metavar="SOLVER",
+        help="short for --set reference=SOLVER (rank: scs also solves Att-SVM* with cvxpy + SCS, the authors' "
+        "model, and compares the ranks)",
+    )
     p.add_argument("--seeds", type=int, default=None, metavar="N", help="number of independent runs/instances")
     p.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
     p.add_argument("--workers", type=int, default=None, help="processes for the SVM solves (default: min(2, cores))")
@@ -52,7 +80,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def run(args) -> int:
     from ..errors import InputError
-    from ..experiments import check_outputs, discover, reproduce
+    from ..experiments import check_outputs, discover, load_spec, parse_assignments, reproduce, select_options
     from ..figures import check_dpi, parse_formats
 
     if args.device not in ("cpu", "cuda") and not str(args.device).startswith("cuda:"):
@@ -70,6 +98,12 @@ def run(args) -> int:
         names = [args.name]
     else:
         raise InputError(f"unknown experiment {args.name!r} (known: {', '.join(sorted(known))}, all)")
+    given = parse_assignments(args.set)
+    if args.reference is not None:
+        if given.get("reference", args.reference) != args.reference:
+            raise InputError(f"--reference {args.reference} contradicts --set reference={given['reference']}")
+        given["reference"] = args.reference
+    options = select_options({n: load_spec(n, args.numerics) for n in names}, given)  # before anything runs
     check_outputs(names, args.out, formats=formats)  # every output path, before the first experiment runs
     reports = []
     for name in names:
@@ -85,6 +119,7 @@ def run(args) -> int:
             argv=sys.argv,
             formats=formats,
             dpi=dpi,
+            options=options[name],
         )
         reports.append(rep)
         if not args.json:

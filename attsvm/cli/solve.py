@@ -2,8 +2,15 @@
 
 ::
 
-    attsvm solve DATA.npz [--norm fro|nuc|lq --q Q] [--program attsvm|gensvm|seq|causal|prompt|head|relaxed]
-                 [--alpha opt|i0,i1,...|FILE] [--certify] [--json]
+    attsvm solve DATA.npz [--norm fro|nuc|lq|l1|linf|spec] [--q Q]
+                 [--program attsvm|gensvm|seq|causal|prompt|head|relaxed|diagonal] [--alpha opt|i0,i1,...|FILE]
+                 [--certify] [--json]
+
+``--norm``: the minimised norm of the Att-SVM programs (attsvm, seq, causal; the others are Euclidean):
+``fro`` Frobenius (default), ``nuc`` nuclear (Att-SVM*), ``lq`` entrywise l_q (with ``--q``), ``l1`` / ``linf``
+entrywise l_1 / l_inf (linear programs; ``--certify``: an exact rational certificate, kind ``lp-basis``, or a
+proved bracket, ``lp-bracket``), ``spec`` spectral, the largest singular value (an SDP; ``--certify``: a proved
+duality gap, kind ``duality-gap``).
 
 ``--alpha``: ``opt`` (default: the file's ``alpha`` if any, else the optimal tokens), a comma-separated list
 of token indices (n of them; n*K for sequence/causal data, row-major), or a ``.npy``/``.txt``/``.json``
@@ -25,18 +32,24 @@ from ..selection import parse_alpha
 
 __all__ = ["add_parser", "parse_alpha", "run"]
 
-NORMS = ("fro", "nuc", "lq")
-PROGRAMS = ("attsvm", "gensvm", "seq", "causal", "prompt", "head", "relaxed")
+NORMS = ("fro", "nuc", "lq", "l1", "linf", "spec")
+PROGRAMS = ("attsvm", "gensvm", "seq", "causal", "prompt", "head", "relaxed", "diagonal")
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "solve",
-        help="solve an attention SVM (Att-SVM, Att-SVM*, lq, Gen-SVM, ...) with certificates",
+        help="solve an attention SVM (Att-SVM, Att-SVM*, lq/l1/linf/spectral, Gen-SVM, ...) with certificates",
         description="Solve a convex program of THEORY §2 for a data file; report KKT residuals and certificates.",
     )
     p.add_argument("data", metavar="DATA", help="data file (.npz or .json), single data set or batch")
-    p.add_argument("--norm", choices=NORMS, default="fro", help="objective norm (default fro)")
+    p.add_argument(
+        "--norm",
+        choices=NORMS,
+        default="fro",
+        help="objective norm: fro (Frobenius, default), nuc (nuclear), lq (entrywise, with --q), l1 / linf "
+        "(entrywise, linear programs with exact certificates), spec (spectral, SDP with a proved duality gap)",
+    )
     p.add_argument("--q", type=float, default=None, metavar="Q", help="exponent q > 1 for --norm lq")
     p.add_argument("--program", choices=PROGRAMS, default="attsvm", help="which program (default attsvm)")
     p.add_argument("--alpha", default=None, metavar="SEL", help="opt | i0,i1,... | FILE (.npy/.txt/.json)")
@@ -90,6 +103,11 @@ def _summary(s) -> str:
         f"  certificate: {cert.get('kind')} verified={cert.get('verified')}"
         + (f" ({cert['seconds']:.2f} s, {cert.get('repairs', 0)} repairs)" if "seconds" in cert else ""),
     ]
+    if cert.get("value_str") is not None:
+        v = cert["value_str"]
+        lines.append(f"  exact optimum: {v if len(v) <= 200 else v[:90] + ' ... ' + v[-90:]} ({len(v)} characters)")
+    elif cert.get("proved") and "lower" in cert:
+        lines.append(f"  proved bracket: [{cert['lower']:.15g}, {cert['upper']:.15g}], rel. gap {cert['rel_gap']:.1e}")
     if s.extra.get("unrepresentable"):
         lines.append(f"  not representable in float64 (reported as null): {', '.join(s.extra['unrepresentable'])}")
     return "\n".join(lines)

@@ -7,9 +7,14 @@ Main entry point::
     res.W            # (B,d,d) final iterates;  res.stop_reason  # ["steps", ...]
 
 * :func:`run` / :class:`GDResult` — the engine (:mod:`.engine`): parametrisations ``W``, ``KQ``, ``p``,
-  ``vp``; algorithms ``gd``, ``ngd`` (direction in the log domain, runs far past underflow), ``md``
-  ($\ell_q$ mirror descent); nonlinear heads; stop rules (``STOP_REASONS``: ``steps``, ``underflow``,
-  ``target_corr``, ``non-finite`` — an overflow freezes the run at its last finite iterate); trajectories.
+  ``vp``; algorithms (``ALGOS``) ``gd``, ``ngd`` (direction in the log domain, runs far past underflow), ``md``
+  ($\ell_q$ mirror descent), ``nsd`` (normalised steepest descent in a norm of ``NORMS``: ``fro``, ``linf``,
+  ``l1``, ``spec``, ``lq``; THEORY §6), ``adam`` (bias-corrected, scale-safe moments), ``nmd`` (normalised
+  $\ell_q$ mirror descent), each with a step schedule (``SCHEDULES``: ``constant``, ``rsqrt``); how the steps
+  were taken is :class:`Settings` (``GDResult.settings``); nonlinear heads; stop rules (``STOP_REASONS``:
+  ``steps``, ``underflow``, ``target_corr``, ``non-finite`` — an overflow freezes the run at its last finite
+  iterate); trajectories.
+* :func:`steepest_direction` — $\arg\max_{\|\Delta\|\le1}\langle G,\Delta\rangle$ per data set (:mod:`.steepest`).
 * scale safety (:mod:`.numerics`): exact power-of-two rescaling of every gradient, scale-safe norms, and the
   up-front refusal (:func:`~attsvm.gd.numerics.check_ranges`) of runs whose scores, logits or parameters could
   leave float64.
@@ -25,6 +30,7 @@ Main entry point::
   :func:`grad_vp_torch`, :func:`loss_W_torch`, :func:`loss_p_torch`, :func:`token_weights_logdomain`, ...
 """
 
+from .algorithms import ALGOS, SCHEDULES, Settings
 from .engine import STOP_REASONS, GDResult, run
 from .init import cone_init, initial_params
 from .model_torch import (
@@ -49,14 +55,20 @@ from .model_torch import (
 )
 from .reference import gd_reference, log_gradient, ngd_reference
 from .regpath import PathResult, regularization_path
+from .steepest import NORMS
+from .steepest import direction as steepest_direction
 from .trajectory import SATURATED, fit_log_rate, fit_power
 from .trap import Trap, trap_analysis, trap_margin, trap_replay, trap_sets, trap_sweep
 
 __all__ = [
+    "ALGOS",
     "GDResult",
+    "NORMS",
     "PathResult",
     "SATURATED",
+    "SCHEDULES",
     "STOP_REASONS",
+    "Settings",
     "TorchData",
     "Trap",
     "cone_init",
@@ -82,6 +94,7 @@ __all__ = [
     "ngd_reference",
     "regularization_path",
     "run",
+    "steepest_direction",
     "token_weights",
     "token_weights_logdomain",
     "token_weights_logdomain_pairwise",

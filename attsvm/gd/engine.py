@@ -1,7 +1,10 @@
 r"""The batched gradient-descent engine: :func:`run` and its result :class:`GDResult`.
 
 One call runs the chosen algorithm on every data set of a batch at once (leading axis $B$; a single
-data set is a batch of one), on ``device`` in ``dtype`` (float64 default), deterministically for a seed.
+data set is a batch of one), on ``device`` in ``dtype`` (float64 default), deterministically for a seed. The
+algorithms (:data:`~attsvm.gd.algorithms.ALGOS`: ``gd``, ``ngd``, ``md``, ``nsd``, ``adam``, ``nmd``) and step
+schedules are those of :mod:`.algorithms`; :func:`settings_of` validates their settings, and
+:attr:`GDResult.settings` records them.
 
 Stop rules, checked per data set (a stopped data set is frozen while the others go on):
 
@@ -9,8 +12,9 @@ Stop rules, checked per data set (a stopped data set is frozen while the others 
 * ``"underflow"``: the update is lost in floating point for every factor — plain ``gd`` / ``md``:
   $\theta_k-\eta\nabla\mathcal L(\theta_k)=\theta_k$ bit for bit (the dual for ``md``), because the gradient
   (once $s_{it}s_{i\tau}$ underflow) or $\eta$ times it underflows, a fixed point every later step would
-  repeat; ``ngd`` computes the direction in the log domain and only stops so at a true stationary point
-  (direction exactly zero) — no $0/0$ step is ever taken;
+  repeat; ``ngd``, ``nsd`` and ``nmd`` compute the direction in the log domain and only stop so at a true
+  stationary point (direction exactly zero), ``adam`` when moreover its first moment is exactly zero — no $0/0$
+  step is ever taken;
 * ``"target_corr"``: before each update $k$ (and at $k=0$), if
   $\mathrm{corr}(\theta_k,\text{first target})\ge1-$``stop_corr`` the run stops with $k$ steps taken;
 * ``"non-finite"``: update $k+1$ produced a non-finite value — parameters (or the mirror-descent dual), logits /
@@ -23,8 +27,10 @@ Stop rules, checked per data set (a stopped data set is frozen while the others 
 power-of-two rescalings (bit-identical to the plain formulas where those are representable). Before a run,
 :func:`~attsvm.gd.numerics.check_ranges` refuses (:class:`~attsvm.errors.InputError`) data and settings
 whose scores $|x|\,|v|$, logits $|x|\,|z|\,R$ or parameter norms $R$ could leave float64 — for ``ngd``
-$R=\|\theta_0\|+\eta\cdot$``steps`` bounds the whole run ($\|\theta_{k+1}-\theta_k\|=\eta$ per factor); for
-``gd`` / ``md`` $R=\|\theta_0\|$ — and an initial point whose logits or loss are not finite is bad input too.
+$R=\|\theta_0\|+\eta\cdot$``steps`` bounds the whole run ($\|\theta_{k+1}-\theta_k\|=\eta$ per factor), for
+``nsd`` / ``adam`` / ``nmd`` the same with the step bound of the algorithm and $\sum_k\eta_k$ of the schedule
+(:func:`~attsvm.gd.numerics.step_bound`); for ``gd`` / ``md`` $R=\|\theta_0\|$ — and an initial point whose
+logits or loss are not finite is bad input too.
 So a run either runs correctly, or is refused with one line naming the field and the bound, or stops
 ``non-finite`` at its last finite iterate: never a silent zero or NaN.
 """
@@ -43,10 +49,11 @@ from .. import html
 from ..data import Dataset
 from ..errors import InputError
 from ..tables import CDOTS, Math, keep, norm_label, number, vector_math
-from .algorithms import ALGOS, Problem, W_of, dual_of_primal, forward, step
+from .algorithms import ALGOS, NORMALIZE, SCHEDULES, Problem, Settings, W_of, forward, initial_state, step
 from .init import PARAMS, initial_params
 from .model_torch import LOSSES, TorchData, corr_t, loss_value_t
 from .numerics import check_ranges, fro_norm
+from .steepest import NORMS
 from .trajectory import Recorder, summaries
 
 STOP_REASONS = ("steps", "underflow", "target_corr", "non-finite")
@@ -60,9 +67,9 @@ class GDResult:
 
     param: str
     algo: str
-    W: np.ndarray | None  # (B,d,d); K Q^T for KQ; None for p / vp
-    K: np.ndarray | None
-    Q: np.ndarray | None
+    W: np.ndarray | None  # (B,d,d); K Q^T for KQ, diag(k q) for diag; None for p / vp
+    K: np.ndarray | None  # (B,d,m) for KQ; the diagonal factor k (B,d) for diag
+    Q: np.ndarray | None  # (B,d,m) for KQ; the diagonal factor q (B,d) for diag
     p: np.ndarray | None
     v: np.ndarray | None
     loss: np.ndarray  # (B,)
@@ -78,6 +85,7 @@ class GDResult:
     lr: np.ndarray | None = None  # (B,) step sizes used
     nonfinite: list[str] = field(default_factory=list)  # (B,) what a "non-finite" stop found ("" otherwise)
     nonfinite_step: np.ndarray | None = None  # (B,) int: the update that produced it (-1 otherwise)
+    settings: Settings | None = None  # how the steps were taken (algo, norm, schedule, Adam's betas / eps, ...)
 
     @property
     def B(self) -> int:
@@ -251,9 +259,72 @@ def _summary(P: Problem, th, fw, pr, tg, record_params: bool) -> dict[str, torch
         vals[f"corr:{name}"] = corr_t(pr, tgt)
     if record_params:
         vals.update(th)
-        if P.param == "KQ":
+        if P.param in ("KQ", "diag"):
             vals["W"] = pr
     return vals
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, int | float | np.number) and not isinstance(x, bool) and bool(np.isfinite(x))
+
+
+def settings_of(
+    algo: str,
+    param: str,
+    ridge: Any = 0.0,
+    q: Any = None,
+    normalize: str = "per-factor",
+    grad_eps: Any = 0.0,
+    norm: str | None = None,
+    schedule: str = "constant",
+    adam_betas: Any = (0.9, 0.999),
+    adam_eps: Any = 0.0,
+) -> Settings:
+    r"""Validated :class:`~attsvm.gd.algorithms.Settings` for :func:`run` (:class:`~attsvm.errors.InputError`
+    naming the bad argument): ``q`` finite $>1$, required by ``md`` / ``nmd`` (``W`` and ``p`` only) and by ``nsd``
+    with ``norm="lq"``, refused elsewhere; ``norm`` in :data:`~attsvm.gd.steepest.NORMS`, required by and only
+    for ``nsd``; ``normalize`` / ``grad_eps`` only for ``ngd``; ``adam_betas`` $(\beta_1,\beta_2)$ with
+    $0\le\beta_1<\sqrt{\beta_2}<1$ (the Adam step is then bounded, :func:`~attsvm.gd.numerics.adam_entry_bound`)
+    and ``adam_eps`` $\ge0$ only for ``adam`` (other values than the defaults are refused elsewhere);
+    ``schedule`` in :data:`~attsvm.gd.algorithms.SCHEDULES` (every algorithm)."""
+    if algo not in ALGOS:
+        raise InputError(f"algo must be one of {ALGOS}, got {algo!r}")
+    if not _number(ridge) or ridge < 0:
+        raise InputError("ridge must be a finite non-negative number")
+    if normalize not in NORMALIZE:
+        raise InputError(f"normalize must be one of {NORMALIZE}, got {normalize!r}")
+    if not _number(grad_eps) or grad_eps < 0:
+        raise InputError("grad_eps must be a finite non-negative number")
+    if algo != "ngd" and (normalize != "per-factor" or grad_eps > 0):
+        raise InputError("normalize and grad_eps apply to the normalised algorithm (algo 'ngd') only")
+    if schedule not in SCHEDULES:
+        raise InputError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
+    if algo == "nsd":
+        if norm not in NORMS:
+            raise InputError(f"algo 'nsd' needs norm, one of {NORMS}, got {norm!r}")
+    elif norm is not None:
+        raise InputError(f"norm applies to algo 'nsd' only (got algo {algo!r})")
+    uses_q = algo in ("md", "nmd") or (algo == "nsd" and norm == "lq")
+    if uses_q:
+        what = {"md": "mirror descent", "nmd": "normalised mirror descent"}.get(algo, "norm 'lq'")
+        if algo in ("md", "nmd") and param not in ("W", "p"):
+            raise InputError(f"{what} is available for param 'W' and 'p' only")
+        if not _number(q) or not float(q) > 1.0:
+            raise InputError(f"{what} needs a finite q > 1 (the l_q {'norm' if algo == 'nsd' else 'potential'})")
+        q = float(q)
+    elif q is not None:
+        raise InputError(f"q applies to algo 'md', 'nmd' and 'nsd' with norm 'lq' only (got algo {algo!r})")
+    try:
+        b1, b2 = (float(x) for x in adam_betas)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"adam_betas must be a pair of numbers (beta1, beta2), got {adam_betas!r}") from exc
+    if not (np.isfinite(b1) and np.isfinite(b2) and 0.0 <= b1 and 0.0 < b2 < 1.0 and b1 * b1 < b2):
+        raise InputError(f"adam_betas must satisfy 0 <= beta1 < sqrt(beta2) < 1, got {adam_betas!r}")
+    if not _number(adam_eps) or adam_eps < 0:
+        raise InputError("adam_eps must be a finite non-negative number")
+    if algo != "adam" and ((b1, b2) != (0.9, 0.999) or adam_eps != 0):
+        raise InputError("adam_betas and adam_eps apply to algo 'adam' only")
+    return Settings(algo, float(ridge), q, normalize, float(grad_eps), norm, schedule, (b1, b2), float(adam_eps))
 
 
 def run(
@@ -266,6 +337,12 @@ def run(
     q: float | None = None,
     m: int | None = None,
     ridge: float = 0.0,
+    normalize: str = "per-factor",
+    grad_eps: float = 0.0,
+    norm: str | None = None,
+    schedule: str = "constant",
+    adam_betas: tuple[float, float] = (0.9, 0.999),
+    adam_eps: float = 0.0,
     loss: str = "logistic",
     head: Any = None,
     init: Any = "zero",
@@ -308,6 +385,12 @@ def _run(
     q,
     m,
     ridge,
+    normalize,
+    grad_eps,
+    norm,
+    schedule,
+    adam_betas,
+    adam_eps,
     loss,
     head,
     init,
@@ -326,23 +409,14 @@ def _run(
         raise InputError("ds must be an attsvm Dataset")
     if param not in PARAMS:
         raise InputError(f"param must be one of {PARAMS}, got {param!r}")
-    if algo not in ALGOS:
-        raise InputError(f"algo must be one of {ALGOS}, got {algo!r}")
+    settings = settings_of(algo, param, ridge, q, normalize, grad_eps, norm, schedule, adam_betas, adam_eps)
     if loss not in LOSSES:
         raise InputError(f"loss must be one of {LOSSES}, got {loss!r}")
-    if algo == "md":
-        if param not in ("W", "p"):
-            raise InputError("mirror descent is available for param 'W' and 'p' only")
-        if not isinstance(q, int | float | np.number) or not np.isfinite(q) or not float(q) > 1.0:
-            raise InputError("mirror descent needs a finite q > 1 (the l_q potential)")
-        q = float(q)
     if isinstance(steps, bool) or not isinstance(steps, int | np.integer) or steps < 0:
         raise InputError(f"steps must be a non-negative integer, got {steps!r}")
     steps = int(steps)
     if record_every is not None and (not isinstance(record_every, int | np.integer) or record_every < 1):
         raise InputError(f"record_every must be a positive integer, got {record_every!r}")
-    if not isinstance(ridge, int | float | np.number) or not (np.isfinite(ridge) and ridge >= 0):
-        raise InputError("ridge must be a finite non-negative number")
     if stop_corr is not None and not (isinstance(stop_corr, int | float) and np.isfinite(stop_corr) and stop_corr >= 0):
         raise InputError("stop_corr must be a finite non-negative number")
     if stop_corr is not None and not targets:
@@ -373,6 +447,10 @@ def _run(
         head=hd,
         dtype=dt,
         batched=ds.batched,
+        schedule=settings.schedule,
+        norm=settings.norm,
+        q=settings.q,
+        adam_betas=settings.adam_betas,
     )
     P = Problem(D, param, loss, hd)
     lr_t = torch.as_tensor(lr_np, dtype=dt, device=dev)
@@ -380,7 +458,7 @@ def _run(
     first = next(iter(tg), None)
 
     th = {k: torch.as_tensor(a, dtype=dt, device=dev) for k, a in th0.items()}
-    dual = {k: dual_of_primal(a, q) for k, a in th.items()} if algo == "md" else None
+    state = initial_state(settings, th)  # md / nmd: the dual iterate; adam: the moments
 
     def primary(th_):
         return th_["p"] if param in ("p", "vp") else W_of(th_)
@@ -390,7 +468,7 @@ def _run(
         pshapes: dict[str, tuple[int, ...]] = {}
         if record_params:
             pshapes = {k: tuple(a.shape[1:]) for k, a in th.items()}
-            if param == "KQ":
+            if param in ("KQ", "diag"):
                 pshapes["W"] = (d, d)
         rec = Recorder(record_every, steps, B, N, list(tg), pshapes, D.X)
 
@@ -411,7 +489,7 @@ def _run(
         everyone = False
 
     fw = forward(P, th)
-    code0 = nonfinite_code(P, th, fw, dual)
+    code0 = nonfinite_code(P, th, fw, state)
     if bool((code0 > 0).any()):
         b = int(torch.argmax((code0 > 0).to(torch.int64)))
         where = f" (data set {b})" if ds.batched else ""
@@ -430,25 +508,25 @@ def _run(
                 stop(hit, 2)
         if k == steps or not (everyone or bool(active.any())):
             break
-        new, newdual, zero = step(algo, P, th, fw, lr_t, ridge, q, dual)
+        new, newstate, zero = step(settings, P, th, fw, lr_t, state, k)
         fw_new = forward(P, new)
         ok = outputs_finite(P, fw_new)  # non-finite parameters make the outputs non-finite too
         if bool(((zero | ~ok) & active).any()):  # one host sync per step for both stop rules
             stop(zero, 1)
-            code = nonfinite_code(P, new, fw_new, newdual)
+            code = nonfinite_code(P, new, fw_new, newstate)
             bad = (code > 0) & active
             nf_code = torch.where(bad, code, nf_code)
             nf_step = torch.where(bad, torch.full_like(nf_step, k + 1), nf_step)
             stop(bad, 3)
         if everyone:
-            th, dual, fw = new, newdual, fw_new
+            th, state, fw = new, newstate, fw_new
             common += 1
             continue
         for key in th:
             th[key] = torch.where(active.view(B, *([1] * (th[key].dim() - 1))), new[key], th[key])
-        if dual is not None:
-            for key in dual:
-                dual[key] = torch.where(active.view(B, *([1] * (dual[key].dim() - 1))), newdual[key], dual[key])
+        if state is not None:
+            for key in state:
+                state[key] = torch.where(active.view(B, *([1] * (state[key].dim() - 1))), newstate[key], state[key])
         fw = _merge(active, fw_new, fw)
         taken += active.to(torch.int64)
     taken += common
@@ -460,9 +538,9 @@ def _run(
     return GDResult(
         param=param,
         algo=algo,
-        W=npy(pr) if param in ("W", "KQ") else None,
-        K=npy(th.get("K")),
-        Q=npy(th.get("Q")),
+        W=npy(pr) if param in ("W", "KQ", "diag") else None,
+        K=npy(th.get("K", th.get("k"))),
+        Q=npy(th.get("Q", th.get("q"))),
         p=npy(th.get("p")),
         v=npy(th.get("v")),
         loss=npy(loss_value_t(u, loss).mean(-1)),
@@ -478,6 +556,7 @@ def _run(
         lr=lr_np,
         nonfinite=[NONFINITE[i] for i in npy(nf_code).tolist()],
         nonfinite_step=npy(nf_step),
+        settings=settings,
     )
 
 
@@ -491,13 +570,13 @@ def outputs_finite(P: Problem, fw) -> torch.Tensor:
     return ok
 
 
-def nonfinite_code(P: Problem, th: dict[str, torch.Tensor], fw, dual: dict[str, torch.Tensor] | None) -> torch.Tensor:
+def nonfinite_code(P: Problem, th: dict[str, torch.Tensor], fw, state: dict[str, torch.Tensor] | None) -> torch.Tensor:
     r"""(B,) index into :data:`NONFINITE` of the first non-finite quantity at $\theta$: 1 parameters (or the
-    mirror-descent dual), 2 logits / outputs $u_i$ (the log-softmax of an overflowed logit is NaN), 3 the loss
-    $\ell(u_i)$ (e.g. $e^{-u}$ overflowing); 0 when everything is finite."""
+    optimizer state: the mirror-descent dual, Adam's moments), 2 logits / outputs $u_i$ (the log-softmax of an
+    overflowed logit is NaN), 3 the loss $\ell(u_i)$ (e.g. $e^{-u}$ overflowing); 0 when everything is finite."""
     ok_p = None
-    for a in [*th.values(), *(dual or {}).values()]:
-        o = torch.isfinite(a.flatten(1)).all(-1)
+    for a in [*th.values(), *(state or {}).values()]:
+        o = torch.isfinite(a.reshape(a.shape[0], -1)).all(-1)
         ok_p = o if ok_p is None else ok_p & o
     u = fw[1]
     ok_u = torch.isfinite(u).all(-1)

@@ -14,7 +14,13 @@ param         ``"zero"`` / ``"random"``
               both $K_0,Q_0=\sigma\,\mathcal N$
 ``p``         $p_0=0$ / $\sigma\,\mathcal N$
 ``vp``        $v_0=0,\ p_0=0$ / both $\sigma\,\mathcal N$
+``diag``      $q_0=0,\ k_0=\sigma\,\mathcal N$ / both $\sigma\,\mathcal N$ ($W=\mathrm{diag}(k\odot q)$)
 ============  ==========================================================================
+
+``"linear"``: every factor drawn as PyTorch's default ``nn.Linear`` weight (the authors' code, which keeps
+that initialisation), entrywise uniform on $[-1/\sqrt d,1/\sqrt d]$ (fan-in $d$: ``kaiming_uniform_`` with
+$a=\sqrt5$), for $W$, both $K$ and $Q$, $p$ and $v,p$; ``init_scale`` does not apply (the law has its own scale).
+In their ``SelfAttn`` the logits are $z^\top W_q^\top W_kx_t$, so $K=W_k^\top$, $Q=W_q^\top$ and $W=W_k^\top W_q$.
 
 Given points: a numpy array ($W_0$ (d,d) or (B,d,d) for ``W``, factorised as $K=U\Sigma^{1/2}$,
 $Q=V\Sigma^{1/2}$ for ``KQ``; $p_0$ (d,) or (B,d) for ``p``) or a dict ``{"K","Q"}`` / ``{"p"}`` /
@@ -30,7 +36,9 @@ import numpy as np
 from ..errors import InputError
 from ..norms import frobenius_norm
 
-PARAMS = ("W", "KQ", "p", "vp")
+PARAMS = ("W", "KQ", "p", "vp", "diag")
+#: the named initial laws (module docstring)
+INITS = ("zero", "random", "linear")
 DEFAULT_SCALE = 0.1
 
 
@@ -55,15 +63,25 @@ def initial_params(
     sc = DEFAULT_SCALE if init_scale is None else float(init_scale)
     if not (np.isfinite(sc) and sc >= 0):
         raise InputError(f"init_scale must be a finite non-negative number, got {init_scale!r}")
-    shapes = {"W": {"W": (d, d)}, "KQ": {"K": (d, m), "Q": (d, m)}, "p": {"p": (d,)}, "vp": {"v": (d,), "p": (d,)}}[
-        param
-    ]
+    shapes = {
+        "W": {"W": (d, d)},
+        "KQ": {"K": (d, m), "Q": (d, m)},
+        "p": {"p": (d,)},
+        "vp": {"v": (d,), "p": (d,)},
+        "diag": {"k": (d,), "q": (d,)},
+    }[param]
     if isinstance(init, str):
-        if init not in ("zero", "random"):
-            raise InputError(f"init must be 'zero', 'random', an array or a dict, got {init!r}")
+        if init not in INITS:
+            raise InputError(f"init must be one of {', '.join(INITS)}, an array or a dict, got {init!r}")
         rng = np.random.default_rng(seed)
         sizes = [int(np.prod(s)) for s in shapes.values()]
-        draw = rng.standard_normal((B, sum(sizes)))  # data set by data set
+        if init == "linear":  # nn.Linear's default law: U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = d
+            if init_scale is not None:
+                raise InputError("init_scale does not apply to init 'linear' (its law fixes the scale 1/sqrt(d))")
+            sc = 1.0
+            draw = rng.uniform(-1.0, 1.0, (B, sum(sizes))) / np.sqrt(d)
+        else:
+            draw = rng.standard_normal((B, sum(sizes)))  # data set by data set
         out: dict[str, np.ndarray] = {}
         off = 0
         for (k, s), size in zip(shapes.items(), sizes):
@@ -74,7 +92,7 @@ def initial_params(
             raise InputError(f"init_scale={sc:.3g}: the random initial point overflows float64")
         if init == "zero":
             for k in out:
-                if not (param == "KQ" and k == "K"):
+                if not (param == "KQ" and k == "K") and not (param == "diag" and k == "k"):
                     out[k] = np.zeros_like(out[k])
         return out
     if isinstance(init, dict):
@@ -85,6 +103,12 @@ def initial_params(
         return {"W": _batched("W", init, (d, d), B)}
     if param == "p":
         return {"p": _batched("p", init, (d,), B)}
+    if param == "diag":  # a diagonal W_0 = diag(w): k = sign(w) sqrt|w|, q = sqrt|w|
+        W0 = _batched("W", init, (d, d), B)
+        w = np.diagonal(W0, axis1=-2, axis2=-1)
+        if np.any(W0 - np.einsum("bi,ij->bij", w, np.eye(d)) != 0):
+            raise InputError("initial W for param 'diag' must be a diagonal matrix")
+        return {"k": np.sign(w) * np.sqrt(np.abs(w)), "q": np.sqrt(np.abs(w))}
     if param == "KQ":
         W0 = _batched("W", init, (d, d), B)
         # exact power-of-two prescaling (even exponent): the SVD never squares into overflow / underflow

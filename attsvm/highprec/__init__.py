@@ -9,16 +9,35 @@ computation with these functions. Inputs are float64 arrays taken as *exact* bin
     G = hp.grad_W(ds, W)                                       # 50-digit gradient
     run = hp.replay(ds, W0, param="W", algo="ngd", lr=0.1, steps=2000, record_every=1000)
     run.final["W"], run.recorded                               # the float64 run, re-evaluated
+    run = hp.replay(ds, W0, algo="nsd", norm="linf", lr=0.1, steps=300, schedule="rsqrt", record_every=1)
+    run.agreement(res.trajectory["W"])      # a float64 run vs the replay, up to the first flipped sign / argmax
     pt = hp.path_point(ds, W_R, R)                             # a regularisation-path point, re-solved
 
 * :mod:`.model` — logits, softmax, scores, losses, $\mathcal L$, the loss gap, $\nabla_W$, $\nabla_{(K,Q)}$,
   prompt attention ($\nabla_p$, $\nabla_{(v,p)}$), gradient shares, Hessians, $L_W$, small linear algebra;
-* :mod:`.gd` — :func:`replay` (**the** high-precision replay of :func:`attsvm.gd.run`: ``W``/``p``/``vp``,
-  ``gd``/``ngd``) and :func:`path_point` / :func:`best_path_point` (Newton on the first-order conditions of
+* :mod:`.gd` — :func:`replay` (**the** high-precision replay of :func:`attsvm.gd.run`: ``gd`` / ``ngd`` on
+  ``W`` / ``KQ`` / ``p`` / ``vp``; ``nsd`` in every norm of :data:`NORMS` (:func:`nsd_direction`), ``adam``,
+  ``md``, ``nmd`` on ``W``; both step schedules of :data:`SCHEDULES`), :meth:`Replay.agreement` (a float64
+  trajectory against the replay, up to the first update whose discrete decision float64 took differently), and
+  :func:`path_point` / :func:`best_path_point` (Newton on the first-order conditions of
   $\min_{\|W\|\le R}\mathcal L$, or of the $(K,Q)$ ball).
 """
 
-from .gd import ALGOS, PARAMS, PathPoint, Replay, best_path_point, path_point, replay
+from .gd import (
+    ALGOS,
+    NORMS,
+    PARAMS,
+    SCHEDULES,
+    Agreement,
+    Direction,
+    PathPoint,
+    Replay,
+    best_path_point,
+    nsd_direction,
+    path_point,
+    replay,
+    step_size,
+)
 from .model import (
     DPS,
     MP,
@@ -64,7 +83,11 @@ __all__ = [
     "ALGOS",
     "DPS",
     "MP",
+    "NORMS",
     "PARAMS",
+    "SCHEDULES",
+    "Agreement",
+    "Direction",
     "HPData",
     "PathPoint",
     "Replay",
@@ -91,6 +114,7 @@ __all__ = [
     "loss_value",
     "matmul",
     "matvec",
+    "nsd_direction",
     "outputs",
     "path_point",
     "projector",
@@ -103,6 +127,7 @@ __all__ = [
     "singular_values",
     "smoothness_constant",
     "softmax",
+    "step_size",
     "sym_spectral_norm",
     "to_numpy",
     "transpose",

@@ -10,9 +10,17 @@ Public API (curated)::
     support_tokens(ds, W, alpha=None); is_locally_optimal(ds, alpha=None); neighbour_gap(ds, alpha=None)
     certify_fro(ds, alpha=None, sol=None) -> dict                    # exact / rigorous optimality proof
     certify_prompt(ds, alpha=None) -> dict                           # exact p^mm_alpha (prompt SVM)
+    polyhedral.solve_polyhedral(ds, norm, alpha=None, certify=False)  # l1 / linf LPs (norm "l1" | "linf")
+    polyhedral.verify_lp(ds, cons, norm, W, lam) -> dict             # exact optimality check of a rational pair
+    specnorm.solve_spectral(ds, alpha=None, certify=False)           # spectral-norm SDP, proved duality gap
+    diagonal.solve_diagonal(ds, alpha=None, norm="l1", certify=False) # min ||w|| over diagonal W = diag(w)
 
-``solve`` dispatches on ``norm`` in {fro, nuc, lq} and ``program`` in {attsvm, gensvm, seq, causal,
-prompt, head, relaxed}. ``seq``/``causal`` are Att-SVM on the flat view (one row per query); the data set's
+``solve`` dispatches on ``norm`` in {fro, nuc, lq, l1, linf, spec} and ``program`` in {attsvm, gensvm, seq,
+causal, prompt, head, relaxed, diagonal} (``diagonal``: over diagonal $W$, norms l1 / linf, :mod:`.diagonal`);
+the norms other than ``fro`` are defined for the Att-SVM programs (attsvm, seq, causal):
+``nuc`` $\|W\|_\star$, ``lq`` entrywise $\|W\|_q$, ``l1`` / ``linf`` entrywise $\|W\|_1$ / $\|W\|_{\max}$ (linear
+programs, exact rational certificate with ``certify``), ``spec`` the spectral norm $\|W\|_2$ (an SDP, proved
+duality gap with ``certify``). ``seq``/``causal`` are Att-SVM on the flat view (one row per query); the data set's
 ``kind`` must match. An infeasible program returns an :class:`SVMSolution` with ``status == "infeasible"``
 and a verified Farkas certificate in ``farkas`` (it does not raise).
 
@@ -33,7 +41,8 @@ checks both)::
     3  scaling                                                     exact power-of-two rescaling
     4  certificate  farkas                                         exact certificates; Farkas / feasibility
     5  frobenius                                                   solve_fro, certify_fro, wmm, batches
-    6  gensvm  lq  neighbours  nuclear  prompt                     the other programs; SVM-neighbours
+    6  gensvm  lq  neighbours  nuclear  polyhedral  prompt         the other programs; SVM-neighbours
+    7  diagonal  specnorm                                          diagonal Att-SVM (a view); spectral-norm SVM
 """
 
 from __future__ import annotations
@@ -44,15 +53,15 @@ import numpy as np
 
 from ..data import Dataset
 from ..errors import InputError
-from . import gensvm, lq, nuclear, prompt
+from . import diagonal, gensvm, lq, nuclear, polyhedral, prompt, specnorm
 from .farkas import feasibility
 from .frobenius import FroBatch, certify_fro, solve_fro, solve_fro_batch, wmm
 from .neighbours import is_locally_optimal, neighbour_gap, support_tokens
 from .prompt import certify_prompt
 from .solution import SVMSolution
 
-NORMS = ("fro", "nuc", "lq")
-PROGRAMS = ("attsvm", "gensvm", "seq", "causal", "prompt", "head", "relaxed")
+NORMS = ("fro", "nuc", "lq", "l1", "linf", "spec")
+PROGRAMS = ("attsvm", "gensvm", "seq", "causal", "prompt", "head", "relaxed", "diagonal")
 
 #: the import layers of the package (module docstring), lowest first
 LAYERS: tuple[tuple[str, ...], ...] = (
@@ -62,7 +71,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("scaling",),
     ("certificate", "farkas"),
     ("frobenius",),
-    ("gensvm", "lq", "neighbours", "nuclear", "prompt"),
+    ("gensvm", "lq", "neighbours", "nuclear", "polyhedral", "prompt"),
+    ("diagonal", "specnorm"),
 )
 
 __all__ = [
@@ -127,11 +137,17 @@ def solve(
             raise InputError(f"q must be > 1, got {q}")
     elif q is not None:
         raise InputError("--q is only meaningful with --norm lq")
+    if program == "diagonal":
+        return diagonal.solve_diagonal(ds, None, norm, certify=certify)
     if program in ("attsvm", "seq", "causal"):
         if norm == "fro":
             return solve_fro(ds, None, certify=certify, program=program)
         if norm == "nuc":
             return _tag(nuclear.solve_nuclear(ds, None, certify=certify), program)
+        if norm in polyhedral.NORMS:
+            return _tag(polyhedral.solve_polyhedral(ds, norm, None, certify=certify), program)
+        if norm == "spec":
+            return _tag(specnorm.solve_spectral(ds, None, certify=certify), program)
         return _tag(lq.solve_lq(ds, q, None), program)
     if norm != "fro":
         raise InputError(f"program {program!r} is defined for the Frobenius/Euclidean norm only (got {norm!r})")

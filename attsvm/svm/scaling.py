@@ -152,8 +152,9 @@ def _bound(x: Any, e: int, down: bool) -> Any:
 
 def unscale_certificate(cert: dict[str, Any], k: int, p: int) -> dict[str, Any]:
     r"""Map a certificate of the rescaled program back: exact ``"p/q"`` strings of the solution (``W``, ``p``)
-    times $2^{-k}$, exact multipliers times $2^{-pk}$ ($p=2$ for the quadratic programs, 1 for the norm programs),
-    float bounds rounded outwards; margins (``min_other_margin``), active sets and Farkas vectors are unchanged."""
+    times $2^{-k}$, exact multipliers and the exact optimum (``value``, ``value_str``) times $2^{-pk}$ ($p=2$ for
+    the quadratic programs, 1 for the norm programs), float bounds rounded outwards; margins
+    (``min_other_margin``), active sets and Farkas vectors are unchanged."""
     if not cert or k == 0:
         return cert
     out = dict(cert)
@@ -168,6 +169,10 @@ def unscale_certificate(cert: dict[str, Any], k: int, p: int) -> dict[str, Any]:
     for key, down in (("lower", True), ("upper", False)):  # bounds on the objective (duality gap, lq)
         if key in out:
             out[key] = _bound(out[key], p * k, down=down)
+    if isinstance(out.get("value"), Fraction):  # the exact optimum (the LP certificates)
+        out["value"] = out["value"] * pow2(-p * k)
+    if isinstance(out.get("value_str"), str):
+        out["value_str"] = _fraction_str(out["value_str"], p * k)
     out["rescaled"] = True
     return out
 

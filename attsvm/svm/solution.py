@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .. import html
-from ..norms import entrywise_norm, frobenius_norm, nuclear_norm
+from ..norms import entrywise_norm, frobenius_norm, matrix_norms, nuclear_norm
 from ..serial import jsonable
 from ..tables import Math, matrix_tex, norm_label, number, vector_math
 
@@ -23,16 +23,28 @@ OBJECTIVE_FORMULAS = {
     "fro": "||W||_F^2 = 1^T lambda",
     "nuc": "||W||_* = 1^T lambda",
     "lq": "||W||_q = 1^T lambda",
+    "l1": "||W||_1 = 1^T lambda",
+    "linf": "||W||_max = 1^T lambda",
+    "spec": "||W||_2 = 1^T lambda",
     "prompt": "||p||_2^2 = 1^T lambda",
     "relaxed": "||p||_2^2 = b^T lambda",
     "head": "||v||_2^2 = 1^T lambda",
 }
 #: the printed name of the minimised norm, by ``norm`` (and by program for the vector programs)
-NORM_LABELS = {"fro": "||W||_F", "nuc": "||W||_*", "lq": "||W||_q", "prompt": "||p||_2", "relaxed": "||p||_2",
-               "head": "||v||_2"}  # fmt: skip
+NORM_LABELS = {"fro": "||W||_F", "nuc": "||W||_*", "lq": "||W||_q", "l1": "||W||_1", "linf": "||W||_max",
+               "spec": "||W||_2", "prompt": "||p||_2", "relaxed": "||p||_2", "head": "||v||_2"}  # fmt: skip
 #: the same norms for the printer (:func:`attsvm.tables.norm_label`): (kind, variable)
-_NORM_MATH = {"fro": ("F", "W"), "nuc": ("*", "W"), "lq": ("q", "W"), "prompt": ("2", "p"), "relaxed": ("2", "p"),
-              "head": ("2", "v")}  # fmt: skip
+_NORM_MATH = {"fro": ("F", "W"), "nuc": ("*", "W"), "lq": ("q", "W"), "l1": ("1", "W"), "linf": (r"\max", "W"),
+              "spec": ("2", "W"), "prompt": ("2", "p"), "relaxed": ("2", "p"), "head": ("2", "v")}  # fmt: skip
+#: entrywise norms the printer has no kind for: $\|W\|$ with this subscript
+_SUBSCRIPT = {"1": "_1", r"\max": r"_{\max}"}
+
+
+def _norm_tex(kind: str, var: str) -> str:
+    r"""$\|W\|_F$, $\|W\|_1$, $\|W\|_{\max}$, ... for the HTML/LaTeX displays."""
+    if kind in _SUBSCRIPT:
+        return norm_label("", var) + _SUBSCRIPT[kind]
+    return norm_label(kind, var)
 
 
 @dataclass(repr=False)
@@ -46,7 +58,7 @@ class SVMSolution:
     """
 
     status: str  # "optimal" | "infeasible"
-    norm: str  # "fro" | "nuc" | "lq" | "l2" (prompt/head)
+    norm: str  # "fro" | "nuc" | "lq" | "l1" | "linf" | "spec" | "l2" (prompt/head)
     program: str  # "attsvm" | "gensvm" | "seq" | "causal" | "prompt" | "head" | "relaxed"
     alpha: np.ndarray | None
     W: np.ndarray | None
@@ -76,14 +88,15 @@ class SVMSolution:
 
     @property
     def norm_kind(self) -> str:
-        """``"fro"``, ``"nuc"``, ``"lq(q)"`` or ``"l2"``."""
+        """``"fro"``, ``"nuc"``, ``"lq(q)"``, ``"l1"``, ``"linf"``, ``"spec"`` or ``"l2"``."""
         if self.norm == "lq" and self.extra.get("q") is not None:
             return f"lq({float(self.extra['q']):g})"
         return self.norm
 
     @property
     def norm_label(self) -> str:
-        """The printed name of the minimised norm (``||W||_F``, ``||W||_*``, ``||W||_q``, ``||p||_2``, ``||v||_2``)."""
+        """The printed name of the minimised norm (``||W||_F``, ``||W||_*``, ``||W||_q``, ``||W||_1``, ``||W||_max``,
+        ``||W||_2`` (spectral), ``||p||_2``, ``||v||_2``)."""
         return NORM_LABELS.get(self._key, f"||W|| ({self.norm})")
 
     @property
@@ -93,8 +106,9 @@ class SVMSolution:
 
     @property
     def norm_value(self) -> float | None:
-        r"""The minimised norm of the solution, evaluated from it ($\|W\|_F$, $\|W\|_\star$, $\|W\|_q$, $\|p\|_2$
-        or $\|v\|_2$); None when infeasible (or not a float64)."""
+        r"""The minimised norm of the solution, evaluated from it ($\|W\|_F$, $\|W\|_\star$, $\|W\|_q$,
+        $\|W\|_1$, $\|W\|_{\max}$, the spectral $\|W\|_2$, $\|p\|_2$ or $\|v\|_2$); None when infeasible (or not a
+        float64)."""
         if self.status != "optimal":
             return None
         if self._key in ("prompt", "relaxed", "head"):
@@ -106,6 +120,8 @@ class SVMSolution:
             val = nuclear_norm(self.W)
         elif self.norm == "lq":
             val = entrywise_norm(self.W, float(self.extra.get("q", 2.0)))
+        elif self.norm in ("l1", "linf", "spec"):
+            val = float(matrix_norms(self.W, self.norm))
         else:
             val = frobenius_norm(self.W)
         return val if val is not None and np.isfinite(val) else None
@@ -113,7 +129,8 @@ class SVMSolution:
     @property
     def norm_sq(self) -> float | None:
         """The squared norm, where it is the program's objective (Frobenius, Gen-SVM, prompt, relaxed, head): the
-        ``objective``; None for the norm programs (nuclear, ℓq) and where infeasible/unrepresentable."""
+        ``objective``; None for the norm programs (nuclear, ℓq, ℓ1, ℓ∞, spectral) and where
+        infeasible/unrepresentable."""
         if self.status != "optimal" or self.norm not in ("fro", "l2"):
             return None
         return self.objective
@@ -160,7 +177,7 @@ class SVMSolution:
         objective = None if self.objective is None else f"{number(self.objective, 6)} ({self.objective_formula})"
         fields = [
             ("status", html.badge(self.status)),
-            ("norm", None if nv is None else Math(norm_label(kind, var) + "=" + number(nv, 6))),
+            ("norm", None if nv is None else Math(_norm_tex(kind, var) + "=" + number(nv, 6))),
             ("objective", objective),
             ("smallest margin", self.margin_min),
             ("certificate", self._certificate_text),
@@ -185,7 +202,7 @@ class SVMSolution:
             return None
         kind, var = _NORM_MATH.get(self._key, ("F", "W"))
         nv = self.norm_value
-        tail = "" if nv is None else r",\qquad " + norm_label(kind, var) + "=" + number(nv, 6)
+        tail = "" if nv is None else r",\qquad " + _norm_tex(kind, var) + "=" + number(nv, 6)
         return "$$" + name + "=" + matrix_tex(val, 4, 6, 6) + tail + "$$"
 
     def to_json(self) -> dict[str, Any]:
