@@ -17,7 +17,7 @@ from attsvm.tolerances import tol
 KEYS = {"status", "norm", "W", "objective", "margin_min", "support", "locally_optimal", "delta", "kkt", "certificate"}
 
 
-def _run(capsys, *argv):
+def run_solve(capsys, *argv):
     try:
         rc = main(["solve", *map(str, argv)])
     except SystemExit as exc:  # argparse usage errors
@@ -32,7 +32,7 @@ def small(tmp_path):
 
 
 def test_json_solution(capsys, small):
-    rc, out, err = _run(capsys, small, "--json", "--certify")
+    rc, out, err = run_solve(capsys, small, "--json", "--certify")
     assert rc == 0 and err == ""
     obj = json.loads(out)
     assert KEYS <= set(obj)
@@ -51,14 +51,14 @@ def test_json_solution(capsys, small):
 
 
 def test_human_summary(capsys, small):
-    rc, out, err = _run(capsys, small)
+    rc, out, err = run_solve(capsys, small)
     assert rc == 0 and "optimal" in out and "support tokens" in out
 
 
 def test_infeasible_exit_1_with_farkas(capsys, tmp_path):
     ds = generate.centroid_infeasible(3, 6, 2, seed=4)
     f = ds.save(tmp_path / "inf.npz")
-    rc, out, err = _run(capsys, f, "--json")
+    rc, out, err = run_solve(capsys, f, "--json")
     assert rc == 1
     obj = json.loads(out)
     mu = np.array(obj["farkas"])
@@ -68,7 +68,7 @@ def test_infeasible_exit_1_with_farkas(capsys, tmp_path):
 
 def test_batch_solutions(capsys, tmp_path):
     f = generate.paper_law(3, 4, 5, seed=1, B=3).save(tmp_path / "b.npz")
-    rc, out, _ = _run(capsys, f, "--json")
+    rc, out, _ = run_solve(capsys, f, "--json")
     assert rc == 0
     sols = json.loads(out)["solutions"]
     assert len(sols) == 3 and all(s["status"] == "optimal" for s in sols)
@@ -87,7 +87,7 @@ def test_alpha_forms(capsys, tmp_path, small, form):
     elif form == "json":
         arg = tmp_path / "a.json"
         arg.write_text(json.dumps(alpha))
-    rc, out, _ = _run(capsys, small, "--alpha", arg, "--json")
+    rc, out, _ = run_solve(capsys, small, "--alpha", arg, "--json")
     assert rc == 0 and json.loads(out)["alpha"] == alpha
 
 
@@ -97,9 +97,9 @@ def test_ties_allowed_with_explicit_alpha(capsys, tmp_path):
     X[0, 1, 0] = X[0, ds.opt[0], 0]  # now input 0 has a tie for the optimal score
     f = tmp_path / "tie.npz"
     np.savez(f, X=X, Y=ds.Y, Z=ds.Z, v=ds.v)
-    rc, out, err = _run(capsys, f)
+    rc, out, err = run_solve(capsys, f)
     assert rc == 2 and err.startswith("error:") and "tie" in err and out == ""
-    rc, out, err = _run(capsys, f, "--alpha", ",".join(map(str, ds.opt)), "--json")
+    rc, out, err = run_solve(capsys, f, "--alpha", ",".join(map(str, ds.opt)), "--json")
     assert rc in (0, 1) and err == "" and json.loads(out)["status"] in ("optimal", "infeasible")
 
 
@@ -133,7 +133,7 @@ BAD = ["shape_Z", "shape_v", "nan", "inf", "labels", "alpha_range", "empty", "ga
 @pytest.mark.parametrize("case", BAD)
 def test_bad_input_exit_2(capsys, tmp_path, case):
     f = _bad_files(tmp_path)[case]
-    rc, out, err = _run(capsys, f, "--json")
+    rc, out, err = run_solve(capsys, f, "--json")
     assert rc == 2 and out == ""
     assert err.startswith("error:") and err.count("\n") == 1
 
@@ -151,7 +151,7 @@ def test_bad_input_exit_2(capsys, tmp_path, case):
     ],
 )
 def test_bad_arguments_exit_2(capsys, small, argv):
-    rc, out, err = _run(capsys, small, *argv)
+    rc, out, err = run_solve(capsys, small, *argv)
     assert rc == 2 and out == ""
     assert err.startswith("error:") and err.count("\n") == 1
 

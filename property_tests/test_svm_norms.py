@@ -20,7 +20,6 @@ import pytest
 from hypothesis import given, settings
 
 from attsvm import generate, strategies
-from attsvm.cli import main
 from attsvm.cli import solve as cli_solve
 from attsvm.data import Dataset
 from attsvm.svm import NORMS, solve
@@ -326,12 +325,9 @@ def test_infeasible_selections_get_farkas(ds):
 
 # ---------------------------------------------------------------------------------------------- CLI
 def _cli(capsys, *argv) -> tuple[int, str, str]:
-    try:
-        rc = main(["solve", *map(str, argv)])
-    except SystemExit as exc:  # argparse usage errors
-        rc = exc.code
-    out, err = capsys.readouterr()
-    return rc, out, err
+    from test_cli_solve import run_solve  # the one in-process `attsvm solve` runner of the tests
+
+    return run_solve(capsys, *argv)
 
 
 def test_cli_norms_are_the_library_norms():

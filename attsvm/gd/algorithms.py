@@ -234,6 +234,13 @@ def log_scaled(G, M, E, th: dict[str, torch.Tensor], ridge: float) -> dict[str, 
     return out
 
 
+def unit_step(D: torch.Tensor, den: torch.Tensor, lr: torch.Tensor, live: torch.Tensor) -> torch.Tensor:
+    r"""The step $(\eta/\mathrm{den})\,D$ per data set where ``live``, and exactly 0 elsewhere (a zero gradient takes
+    no step: never $0/0$, nor $\eta/\text{tiny}=\infty$ times 0)."""
+    fac = torch.where(live, lr / den.clamp(min=torch.finfo(D.dtype).tiny), torch.zeros_like(den))
+    return _bshape(fac, D) * D
+
+
 def normalised_steps(
     parts: dict[str, tuple[torch.Tensor, torch.Tensor]], lr: torch.Tensor, normalize: str, grad_eps: float
 ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
@@ -272,9 +279,7 @@ def normalised_steps(
     for k, (g, L) in parts.items():
         nrm = nrms[k]
         den = nrm + grad_eps * torch.exp(-L) if grad_eps > 0 else nrm
-        # a zero factor gradient gives a zero step (never 0/0, nor lr/tiny = inf times 0)
-        fac = torch.where(nrm > 0, lr / den.clamp(min=tiny), torch.zeros_like(nrm))
-        steps[k] = _bshape(fac, g) * g
+        steps[k] = unit_step(g, den, lr, nrm > 0)
     return steps, zero
 
 
@@ -300,8 +305,7 @@ def steepest_steps(
         D, den = direction_parts(g, norm, q)
         z = den == 0
         zero = z if zero is None else zero & z
-        fac = torch.where(den > 0, lr / den.clamp(min=torch.finfo(g.dtype).tiny), torch.zeros_like(den))
-        steps[k] = _bshape(fac, g) * D
+        steps[k] = unit_step(D, den, lr, den > 0)
     assert zero is not None
     return steps, zero
 
@@ -318,8 +322,7 @@ def mirror_normalised_steps(
         nrm = lp_norm(g, qs)
         z = nrm == 0
         zero = z if zero is None else zero & z
-        fac = torch.where(nrm > 0, lr / nrm.clamp(min=torch.finfo(g.dtype).tiny), torch.zeros_like(nrm))
-        steps[k] = _bshape(fac, g) * g
+        steps[k] = unit_step(g, nrm, lr, nrm > 0)
     assert zero is not None
     return steps, zero
 
