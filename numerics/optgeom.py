@@ -85,9 +85,7 @@ def run(ctx) -> dict:
         dsa = ds.with_alpha(alpha)
         traj = np.asarray(r.trajectory["W"])  # (R, B, d, d)
         cons = [build(ds[b], alpha[b]) for b in range(B)]
-        marg = np.stack(
-            [np.min(np.einsum("rde,me,md->rm", traj[:, b], c.Zc, c.D), axis=-1) for b, c in enumerate(cons)], 1
-        )
+        marg = np.stack([np.min(c.margins(traj[:, b]), axis=-1) for b, c in enumerate(cons)], 1)
         for col, _lab, kw in NORMS:
             res = call_each(ctx, "attsvm.svm:solve", [((dsa[b],), kw) for b in range(B)], f"{key}: {col} SVMs")
             Wn, ok = stack(res, (d, d))

@@ -59,7 +59,7 @@ from .exact import exact_features, fmpz_matrix, pow2, to_integers
 from .farkas import proved_infeasible, zero_feature_certificate
 from .scaling import normalised, unscale_solution
 from .solution import SVMSolution
-from .spectral import round_down, round_up
+from .spectral import proved_bracket, round_down, round_up
 
 __all__ = ["NORMS", "bracket_lp", "certify_lp", "exact_rows", "lp_norm", "max_margin", "solve_polyhedral", "verify_lp"]
 
@@ -287,17 +287,9 @@ def bracket_lp(ds: Dataset, cons: Constraints, norm: str, W: np.ndarray, lam: np
     Mn = [abs(x) for x in _matvec(Fm.transpose(), Ln)]  # M = Mn 2^(s + eL)
     dn = max(Mn, default=0) if norm == "l1" else sum(Mn)
     lower = Fraction(sum(Ln), dn) * pow2(-s) if dn > 0 else Fraction(0)
-    proved = primal_ok and lower <= upper
-    lo = round_down(lower)
-    up = round_up(upper) if primal_ok else math.inf
-    rel = (up - lo) / up if proved and up > 0 else (0.0 if proved else math.inf)
     return {
         "kind": "lp-bracket",
-        "verified": bool(proved and rel <= tol("norm_gap")),
-        "proved": bool(proved),
-        "lower": lo,
-        "upper": up,
-        "rel_gap": float(rel),
+        **proved_bracket(lower, upper, tol("norm_gap")),
         "primal_feasible_proved": bool(primal_ok),
         "dual_feasible_proved": True,
         "seconds": time.perf_counter() - t0,

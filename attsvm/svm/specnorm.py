@@ -49,7 +49,7 @@ from .farkas import proved_infeasible, zero_feature_certificate
 from .polyhedral import max_margin
 from .scaling import normalised, unscale_solution
 from .solution import SVMSolution
-from .spectral import combine_exact, is_positive_definite, round_down, round_up
+from .spectral import combine_exact, is_positive_definite, proved_bracket, round_up
 
 __all__ = ["certify_spectral", "nuclear_upper_bound", "prove_spectral_le", "solve_spectral", "sqrt_up"]
 
@@ -138,17 +138,9 @@ def certify_spectral(ds: Dataset, cons: Constraints, lam: np.ndarray, W: np.ndar
     total = sum((Fraction(int(x)) for x in Ln), Fraction(0)) * pow2(eL)
     b = nuclear_upper_bound(Mn, eM, cons.combine(lam)) if total > 0 else Fraction(0)
     lower = total / b if b > 0 else Fraction(0)
-    proved = upper is not None and lower <= upper
-    lo = round_down(lower)
-    up = round_up(upper) if upper is not None else math.inf
-    rel = (up - lo) / up if proved and up > 0 else (0.0 if proved else math.inf)
     return {
         "kind": "duality-gap",
-        "verified": bool(proved and rel <= tol("norm_gap")),
-        "proved": bool(proved),
-        "lower": lo,
-        "upper": up,
-        "rel_gap": float(rel),
+        **proved_bracket(lower, upper, tol("norm_gap")),
         "primal_feasible_proved": bool(upper is not None),
         "dual_feasible_proved": bool(b > 0 or total == 0),
         "spectral_bound": None if u is None else float(u),

@@ -23,6 +23,7 @@ from .exact import fmpz_matrix
 __all__ = [
     "combine_exact",
     "is_positive_definite",
+    "proved_bracket",
     "prove_spectral_le_one",
     "round_down",
     "round_up",
@@ -80,3 +81,16 @@ def round_up(x: Fraction) -> float:
     """The smallest float $\\ge x$."""
     f = float(x)
     return math.nextafter(f, math.inf) if Fraction(f) < x else f
+
+
+def proved_bracket(lower: Fraction, upper: Fraction | None, gap: float) -> dict:
+    r"""The summary of a proved bracket $\text{lower}\le\mathrm{OPT}\le\text{upper}$ (``upper`` None: no primal
+    bound was proved): ``proved`` (an upper bound exists and lower $\le$ upper), ``lower`` / ``upper`` rounded
+    outwards to floats (``inf`` without an upper bound), ``rel_gap`` $=(\text{upper}-\text{lower})/\text{upper}$
+    (0 when both are 0, ``inf`` when not proved) and ``verified`` (proved and ``rel_gap <= gap``)."""
+    proved = upper is not None and lower <= upper
+    lo = round_down(lower)
+    up = round_up(upper) if upper is not None else math.inf
+    rel = (up - lo) / up if proved and up > 0 else (0.0 if proved else math.inf)
+    return {"verified": bool(proved and rel <= gap), "proved": bool(proved), "lower": lo, "upper": up,
+            "rel_gap": float(rel)}  # fmt: skip

@@ -18,6 +18,16 @@ proved duality gap for the spectral norm), must still exceed ``eps``.
 
 from attsvm.claims import Outcome, claim
 
+#: what every claim of this file shares: the conjecture, the data, the budget and the success rate
+SWEEP = {
+    "origin": "conjecture",
+    "hypotheses": {"data": "paper", "n": 3, "T": 4, "d": 4},
+    "params": {"steps": 8000, "lr": 0.1, "eps": 0.05},
+    "kind": "empirical",
+    "rate": 0.8,
+    "examples": 24,
+    "ci_examples": 24,
+}
 NSD = {
     "linf": {"algo": "nsd", "norm": "linf"},
     "l1": {"algo": "nsd", "norm": "l1"},
@@ -127,15 +137,9 @@ def _nsd_claim(norm: str, title: str, **kw):
     @claim(
         id=f"nsd-implicit-norm-{norm}",
         title=title,
-        origin="conjecture",
         source="attention version of arXiv 2502.04664 (linear multiclass: proved); THEORY §6",
-        hypotheses={"data": "paper", "n": 3, "T": 4, "d": 4},
-        params={"steps": 8000, "lr": 0.1, "eps": 0.05},
         depends=("svm-kkt",),
-        kind="empirical",
-        rate=0.8,
-        examples=24,
-        ci_examples=24,
+        **SWEEP,
         **kw,
     )
     def nsd(case):
@@ -166,15 +170,9 @@ nsd_spec = _nsd_claim("spec", "Spectral NSD (U V^T steps, Muon-like) ends within
 @claim(
     id="adam-implicit-linf",
     title="Adam (eps = 0) ends within 5% of the l_inf (max-norm) Att-SVM of its selection",
-    origin="conjecture",
     source="attention version of the Adam <-> max-norm correspondence of arXiv 2502.04664; THEORY §6",
-    hypotheses={"data": "paper", "n": 3, "T": 4, "d": 4},
-    params={"steps": 8000, "lr": 0.1, "eps": 0.05},
     depends=("nsd-implicit-norm-linf",),
-    kind="empirical",
-    rate=0.8,
-    examples=24,
-    ci_examples=24,
+    **SWEEP,
     expect="false",
     finding=(
         "pinned 2026-12-01 (seed 0): refuted at this budget, 0/24 runs within 5% after 8000 steps (median excess "
