@@ -30,6 +30,9 @@ $\cdot\|v\|\max_t\|x_{it}\|$ (rounding of the scores could decide it), is accept
 Every sequence/causal data set has a *flat view* (:meth:`Dataset.flat`): one row per query $(i,k)$,
 with tokens $X_i$, query $z_{ik}$, label $Y_{ik}$ and a visibility mask, so that every program and
 algorithm written for cross-attention serves the other forms too.
+
+Next-token data (kind ``"ntp"``: a vocabulary, token ids and labels) is :class:`attsvm.ntp.data.NTPData`;
+:func:`load` and :func:`from_mapping` return one for a file or mapping of that kind.
 """
 
 from __future__ import annotations
@@ -38,45 +41,17 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .arrays import as_float, frozen
 from .errors import InputError
 
+if TYPE_CHECKING:
+    from .ntp.data import NTPData
+
 KINDS = ("cross", "self", "sequence", "causal")
-
-
-def _frozen(a: np.ndarray) -> np.ndarray:
-    a = np.ascontiguousarray(a)
-    a.setflags(write=False)
-    return a
-
-
-def _as_float(name: str, a: Any) -> np.ndarray:
-    """``a`` as a finite real float64 array; complex, non-numeric, NaN or inf entries are an InputError."""
-    try:
-        raw = np.asarray(a)
-    except (TypeError, ValueError) as exc:  # ragged nested lists
-        raise InputError(f"field {name!r} is not numeric") from exc
-    if raw.dtype.kind == "c":
-        raise InputError(f"field {name!r} is complex; attsvm takes real data (split real and imaginary parts)")
-    if raw.dtype.kind not in "biuf" and not (raw.dtype.kind == "O" and raw.size and _real_objects(raw)):
-        raise InputError(f"field {name!r} is not numeric (dtype {raw.dtype})")
-    try:
-        arr = np.asarray(raw, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"field {name!r} is not numeric") from exc
-    if arr.size and not np.all(np.isfinite(arr)):
-        raise InputError(f"field {name!r} contains NaN or inf")
-    return arr
-
-
-def _real_objects(raw: np.ndarray) -> bool:
-    """An object array of real numbers (Python/mpmath/Fraction reals), not of complex or other values."""
-    return all(
-        not isinstance(x, (complex, np.complexfloating, str, bytes)) and type(x).__name__ != "mpc" for x in raw.flat
-    )
 
 
 @dataclass(frozen=True)
@@ -116,7 +91,7 @@ class Dataset:
         set_ = lambda k, val: object.__setattr__(self, k, val)  # noqa: E731
         if self.kind not in KINDS:
             raise InputError(f"field 'kind' must be one of {KINDS}, got {self.kind!r}")
-        X = _as_float("X", self.X)
+        X = as_float("X", self.X)
         if X.ndim not in (3, 4):
             raise InputError(f"field 'X' must have shape (n,T,d) or (B,n,T,d), got {X.shape}")
         if 0 in X.shape:
@@ -126,10 +101,10 @@ class Dataset:
         n, T, d = X.shape[-3:]
         if self.v is None:
             raise InputError("field 'v' is missing")
-        v = _as_float("v", self.v)
+        v = as_float("v", self.v)
         if v.shape != (*lead, d):
             raise InputError(f"field 'v' must have shape {(*lead, d)}, got {v.shape}")
-        Y = _as_float("Y", self.Y)
+        Y = as_float("Y", self.Y)
         kind = self.kind
         if kind == "self":
             q = int(self.query_index)
@@ -147,7 +122,7 @@ class Dataset:
         else:
             if self.Z is None:
                 raise InputError("field 'Z' is missing")
-            Z = _as_float("Z", self.Z)
+            Z = as_float("Z", self.Z)
             if kind == "cross" and Z.ndim == len(lead) + 3:
                 kind = "sequence"
             if kind == "cross":
@@ -174,11 +149,11 @@ class Dataset:
             if np.any(a < 0) or np.any(a > hi):
                 what = "alpha[i,k] <= k" if kind == "causal" else f"[0,{T})"
                 raise InputError(f"field 'alpha' out of range (must lie in {what})")
-            alpha = _frozen(a)
-        set_("X", _frozen(X))
-        set_("Y", _frozen(Y))
-        set_("Z", _frozen(np.asarray(Z)))
-        set_("v", _frozen(v))
+            alpha = frozen(a)
+        set_("X", frozen(X))
+        set_("Y", frozen(Y))
+        set_("Z", frozen(np.asarray(Z)))
+        set_("v", frozen(v))
         set_("alpha", alpha)
         set_("kind", kind)
         set_("query_index", int(self.query_index))
@@ -192,7 +167,7 @@ class Dataset:
             )
         if alpha is None:
             _warn_near_tie(gam, self.visible, scale)
-        set_("_opt", _frozen(opt))
+        set_("_opt", frozen(opt))
         del batched
 
     # ------------------------------------------------------------------ shapes
@@ -468,10 +443,17 @@ def shape_selection(alpha: Any, xshape: tuple[int, ...], kind: str, Z: Any = Non
     raise InputError(f"{flag}: expected {size} token indices, got {alpha.size}")
 
 
-def from_mapping(m: dict[str, Any], source: str = "input", alpha: Any = None) -> Dataset:
+def from_mapping(m: dict[str, Any], source: str = "input", alpha: Any = None) -> Dataset | NTPData:
     """Build a data set from a mapping of field names (as in a .npz or .json file). ``alpha``: an explicit flat
     selection (:func:`shape_selection`) that replaces the file's own; then a tie for the optimal token is
-    allowed (the selection is named, so the tie does not decide anything)."""
+    allowed (the selection is named, so the tie does not decide anything). A mapping of kind ``"ntp"`` is
+    next-token data (:func:`attsvm.ntp.data.from_mapping`; ``alpha`` does not apply: the labels select)."""
+    if _kind_of(m) == "ntp":
+        from .ntp.data import from_mapping as ntp_from_mapping  # lazy: attsvm.ntp.data imports this module
+
+        if alpha is not None:
+            raise InputError(f"{source}: --alpha does not apply to next-token data (the labels name the tokens)")
+        return ntp_from_mapping(m, source)
     unknown = set(m) - _FIELDS
     if unknown:
         raise InputError(f"{source}: unknown field {sorted(unknown)[0]!r}")
@@ -499,7 +481,17 @@ def from_mapping(m: dict[str, Any], source: str = "input", alpha: Any = None) ->
     return Dataset(m["X"], m["Y"], m.get("Z"), m["v"], sel, kind, qi)
 
 
-def load(path: str | os.PathLike, alpha: Any = None) -> Dataset:
+def _kind_of(m: dict[str, Any]) -> str | None:
+    """The ``kind`` field of a mapping as a string (None when absent or not a single string)."""
+    k = m.get("kind", None) if isinstance(m, dict) else None
+    if isinstance(k, str):
+        return k
+    if isinstance(k, np.ndarray) and k.ndim == 0 and k.dtype.kind == "U":
+        return str(k)
+    return None
+
+
+def load(path: str | os.PathLike, alpha: Any = None) -> Dataset | NTPData:
     """Load a data set from ``.npz`` (``allow_pickle=False``) or ``.json``; one-line errors. ``alpha``: an
     explicit flat selection replacing the file's own (:func:`from_mapping`)."""
     p = Path(path)
@@ -533,7 +525,7 @@ def load(path: str | os.PathLike, alpha: Any = None) -> Dataset:
     return from_mapping(m, str(p), alpha)
 
 
-def save(ds: Dataset, path: str | os.PathLike) -> Path:
+def save(ds: Dataset | NTPData, path: str | os.PathLike) -> Path:
     """Save ``ds`` as ``.npz`` (default; another suffix gets ``.npz`` appended) or ``.json``, atomically
     (:func:`attsvm.outputs.atomic`: nothing half-written on failure); return the path written."""
     from . import outputs

@@ -60,7 +60,7 @@ from .progress import Progress
 from .serial import jsonable as _jsonable
 from .userfile import load_module
 
-NAMES = ("visual", "rank", "local", "gensvm", "overparam", "prompt", "joint", "mirror", "causal", "optgeom")
+NAMES = ("visual", "rank", "local", "gensvm", "overparam", "prompt", "joint", "mirror", "causal", "optgeom", "digits")
 _REQUIRED = ("TITLE", "SIZES", "run", "plot", "check")
 _REQUIRED_BUILTIN = (*_REQUIRED, "caption")  # a spec named like a built-in one meets the built-ins' contract
 _PACKAGES = ("attsvm", "numpy", "scipy", "torch", "cvxpy", "clarabel", "matplotlib", "sympy", "mpmath")

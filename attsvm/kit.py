@@ -26,6 +26,7 @@ means the conclusion bypassed the kit: also unconfirmed.
 helper                            definition (float64 / high precision)
 ================================  ==================================================================
 ``data(ds)``                      the flat view: $X$ (N,T,d), $Y$ (N,), $Z$ (N,d), $v$, $\gamma_{it}=Y_iv^\top x_{it}$
+                                  (next-token data: $\gamma_{it}=1$ on the label's occurrences, else 0)
 ``array, scalar, zeros, eye``     numbers of the kit's precision (float64 values taken exactly)
 ``exp log log1p expm1 sqrt``      elementwise
 ``logsumexp(a, axis)``            $m+\log\sum e^{a-m}$
@@ -35,7 +36,8 @@ helper                            definition (float64 / high precision)
 ``projector(Z)``                  $P_Z$, the orthogonal projector onto the row space of $Z$
 ``logits softmax log_softmax``    $a_{it}=x_{it}^\top Wz_i$, $s_i=\mathbb S(a_i)$ (causal masks respected)
 ``outputs(ds, W)``                $(s,\gamma,u)$ with $u_i=\gamma_i^\top s_i$
-``loss grad_W grad_KQ``           $\mathcal L(W)=\frac1n\sum\ell(u_i)$, $\nabla_W\mathcal L$, $\nabla_{(K,Q)}$
+``loss grad_W grad_KQ``           $\mathcal L(W)=\frac1n\sum\ell(u_i)$, $\nabla_W\mathcal L$, $\nabla_{(K,Q)}$ (next-token
+                                  data: ``loss="nll"``, $\ell(u)=-\log u$)
 ``loss_derivative(u, loss)``      $\ell'(u)$
 ``hessian_W smoothness``          $\nabla^2\mathcal L(W)$ ($d^2\times d^2$), $L_W$ of THEORY §3
 ``margins(ds, W, alpha)``         $(x_{i\alpha_i}-x_{it})^\top Wz_i$ (N,T), $+\infty$ at $\alpha_i$ and invisible tokens
@@ -330,7 +332,10 @@ class Kit:
             raise ValueError("the kit works on one data set (case.data)")
         f = ds.flat()
         X, Y, Z, v = (self.array(np.asarray(a)) for a in (f.X, f.Y, f.Z, f.v))
-        gamma = Y[:, None] * np.einsum("ntd,d->nt", X, v)
+        if ds.kind == "ntp":  # next-token data: the fixed scores 1[x_it is the label]
+            gamma = self.array(np.asarray(ds.scores))
+        else:
+            gamma = Y[:, None] * np.einsum("ntd,d->nt", X, v)
         mask = None if f.mask is None else np.asarray(f.mask, dtype=bool)
         opt = np.asarray(ds.opt).reshape(-1).astype(np.int64)
         sel = np.asarray(f.alpha).reshape(-1).astype(np.int64)
@@ -384,13 +389,20 @@ class Kit:
 
     def loss(self, ds: Dataset | KitData, W: Any, loss: str = "logistic") -> Any:
         r"""$\mathcal L(W)=\frac1n\sum_i\ell(u_i)$."""
+        raw = _ds(ds)
+        if raw.kind == "ntp" and loss != "nll":
+            raise ValueError("next-token data take the loss 'nll' (-log of the label's attention mass)")
         if not self.hp:
+            if raw.kind == "ntp":
+                from .ntp.loss import loss as ntp_loss
+
+                return float(ntp_loss(raw.X, raw.Z, raw.label_mask, np.asarray(W, dtype=np.float64), raw.visible))
             from . import model
 
-            return float(model.loss(_ds(ds), np.asarray(W, dtype=np.float64), loss))
+            return float(model.loss(raw, np.asarray(W, dtype=np.float64), loss))
         from . import highprec as hpm
 
-        return hpm.loss(_ds(ds), self.array(W).tolist(), loss, dps=self.dps)
+        return hpm.loss(raw, self.array(W).tolist(), loss, dps=self.dps)
 
     def grad_W(self, ds: Dataset | KitData, W: Any, loss: str = "logistic") -> np.ndarray:
         r"""$\nabla\mathcal L(W)=\frac1n\sum_i\ell'(u_i)X_i^\top(\mathrm{diag}(s_i)-s_is_i^\top)\gamma_iz_i^\top$."""

@@ -48,7 +48,19 @@ name                 what it promises                                        num
 ``prompt``           ``paper`` with one shared query $z$ (prompt attention    as ``paper``
                      $p=Wz$)
 ``self_attention``   ``paper`` with $z_i=x_{i0}$                              as ``paper``
+``ntp``              next-token data (:class:`~attsvm.ntp.data.NTPData`):     dyadic embeddings, ids and label
+                     $T$ distinct ids per sequence, embeddings pairwise       positions as integers, towards 0
+                     distinct, the label in its sequence; ``vocab``           (ids ``0, 1, ...``)
+                     (``random``/``ortho``/``equicorr``), ``graph``
+                     (``any``/``cyclic``: some SCC of two items/``acyclic``)
 ==================== ======================================================= ================================
+
+**Next-token data** (``ntp``, sizes drawn in the order $n,T,K,d$ with $K$ the vocabulary size; options
+``vocab``, ``graph``, ``rho``, ``bits``, ``query_visible``). The relations the construction needs are added to a
+claim's own (:data:`_NTP_RELATIONS`: $K\ge T$, $d\ge K$ for ``ortho``, $d\ge K+1$ for ``equicorr``, $n\ge2$ for
+``cyclic``, $T\ge3$ without a visible query). Hypothesis draws the dyadic construction :func:`_ntp_dyadic`
+(exact binary numbers, for exact certificates); a numpy batch follows the authors' law,
+:func:`attsvm.ntp.generate.ntp`, seeded by one draw of the batch seed.
 
 Plus :func:`relu_head` (a head $V$ with $\|V\|_F=1$, drawn separately) and :func:`batch` — the seeded,
 batched numpy counterparts for empirical claims (same names, one leading axis ``B``).
@@ -103,6 +115,8 @@ import numpy as np
 
 from .data import Dataset
 from .errors import InputError
+from .ntp.generate import GRAPHS as NTP_GRAPHS
+from .ntp.generate import VOCABS as NTP_VOCABS
 
 # ---------------------------------------------------------------------- number sources
 # A construction is written once against a "source" of numbers: Hypothesis draws (shrinkable) or a
@@ -184,6 +198,10 @@ class _HypSource:
         $n$."""
         return self.draw(_block_strategy()(fn, self.pad))
 
+    def ntp(self, lead, n: int, T: int, K: int, d: int, **options: Any):
+        """Next-token data drawn through Hypothesis: the dyadic construction :func:`_ntp_dyadic`."""
+        return _ntp_dyadic(self, n, T, K, d, **options)
+
     def paper_draws(self, lead, n: int, T: int, d: int, queries: str, K: int = 1):
         """Raw paper-law draws ``(v, X, Z, Y, shared)`` (see :func:`_paper_law`) in the order $v$, the shared query
         (``prompt``), then per input $i$ one span: its tokens $X_i$, its query $z_i$ ($K$ of them for ``sequence``;
@@ -247,6 +265,15 @@ class _RngSource:
 
     def block(self, fn: Callable[[Any], Any]) -> Any:
         return fn(self)
+
+    def ntp(self, lead, n: int, T: int, K: int, d: int, **options: Any):
+        """Next-token data of :func:`attsvm.ntp.generate.ntp` (the authors' law) from a generator seeded by one draw
+        of ``rng``: a batch has the same numbers as that generator with that seed."""
+        from .ntp.generate import ntp
+
+        options.pop("bits", None)  # the dyadic grid of the Hypothesis construction only
+        seed = int(self.rng.integers(0, 2**32 - 1))
+        return ntp(n, T, K, d, seed=seed, B=lead[0] if lead else None, **options)
 
 
 def _signs(src, shape) -> np.ndarray:
@@ -625,6 +652,78 @@ def _make_self(src, lead, n, T, d) -> Dataset:
     return _paper_law(src, lead, n, T, d, queries="self")
 
 
+def _lehmer(src, m: int, K: int) -> np.ndarray:
+    r"""``m`` distinct ids of ``[0, K)``: the $j_t$-th id not yet taken, $j_t\in[0,K-1-t]$ drawn one by one (shrinks
+    towards ``0, 1, ..., m-1``)."""
+    free = list(range(K))
+    return np.array([free.pop(int(src.ints((), 0, K - 1 - t))) for t in range(m)], dtype=np.int64)
+
+
+def _ntp_dyadic(src, n, T, K, d, vocab="random", graph="any", rho=0.5, bits=3, query_visible=True) -> Any:
+    r"""Next-token data through Hypothesis draws (valid by construction, shrinking towards small ids and zeros).
+
+    Vocabulary: ``random`` dyadic entries $k/2^{\mathrm{bits}}\in[-1,1]$, equal rows made distinct along the last
+    coordinate (:func:`_distinct`); ``ortho`` signed basis vectors $\pm e_{p_k}$ (distinct $p_k$); ``equicorr``
+    $\sqrt\rho\,c_0+\sqrt{1-\rho}\,c_k$ with signed basis vectors $c_k$ (every inner product bit-equal). Each
+    sequence (one span) holds $T$ distinct ids (:func:`_lehmer`) and a label: ``any`` at a drawn visible position;
+    ``acyclic`` the visible token of least key $(P_{qk},k)$ for a drawn key matrix $P$ (so every edge descends the
+    order of its query); ``cyclic`` as ``any``, then sequence 1 rearranged by
+    :func:`attsvm.ntp.generate.plant_cycle` around sequence 0's label $y$ and a drawn token $b$ of it, with label
+    $b$."""
+    from .ntp.data import NTPData
+    from .ntp.generate import plant_cycle
+
+    tv = T if query_visible else T - 1
+    if vocab == "random":
+        E = _distinct(_dyadic(src, (K, d), bits), d - 1, 2.0**-bits)
+    else:
+        m = K + (vocab == "equicorr")
+        C = np.zeros((m, d))
+        C[np.arange(m), _lehmer(src, m, d)] = _signs(src, (m,))
+        E = C if vocab == "ortho" else np.sqrt(rho) * C[0] + np.sqrt(1.0 - rho) * C[1:]
+    P = src.ints((K, K), 0, K - 1) if graph == "acyclic" else None
+
+    def one_sequence(s):
+        return _lehmer(s, T, K), int(s.ints((), 0, tv - 1)) if graph != "acyclic" else 0
+
+    tokens = np.empty((n, T), dtype=np.int64)
+    labels = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        tokens[i], pos = src.block(one_sequence)
+        if P is not None:
+            vis = tokens[i, :tv]
+            labels[i] = vis[np.argmin(P[tokens[i, -1], vis] * K + vis)]
+        else:
+            labels[i] = tokens[i, pos]
+    if graph == "cyclic":
+        y = int(labels[0])
+        others = [int(x) for x in tokens[0, :tv] if x != y]
+        b = others[int(src.ints((), 0, len(others) - 1))]
+        pick = lambda m: int(src.ints((), 0, m - 1))  # noqa: E731
+        tokens[1] = plant_cycle(tokens[1], int(tokens[0, -1]), y, b, query_visible, pick)
+        labels[1] = b
+    return NTPData(E, tokens, labels, query_visible)
+
+
+def _make_ntp(src, lead, n, T, K, d, **options) -> Any:
+    return src.ntp(lead, n, T, K, d, **options)
+
+
+# (relation, (option, value) that calls for it, or None: always)
+_NTP_RELATIONS = (
+    ("K >= T", None),  # T distinct ids
+    ("d >= K", ("vocab", "ortho")),  # K orthonormal embeddings
+    ("d >= K + 1", ("vocab", "equicorr")),  # K + 1 orthonormal directions
+    ("n >= 2", ("graph", "cyclic")),  # two sequences for the planted cycle
+    ("T >= 3", ("query_visible", False)),  # a label and another token besides the invisible query
+)
+
+
+def _ntp_relations(options: dict[str, Any]) -> tuple[str, ...]:
+    """The size relations every ``ntp`` draw with these options needs (:data:`_NTP_RELATIONS`)."""
+    return tuple(r for r, when in _NTP_RELATIONS if when is None or options.get(when[0]) == when[1])
+
+
 # ---------------------------------------------------------------------- the hypothesis schema
 @dataclass(frozen=True)
 class Size:
@@ -690,7 +789,20 @@ _SCHEMA: dict[str, tuple[Callable[..., Dataset], dict[str, Size], dict[str, Opti
     "causal": (_make_causal, _sizes(d=2), {}),
     "prompt": (_make_prompt, _sizes(d=2), {}),
     "self_attention": (_make_self, _sizes(d=2), {}),
+    "ntp": (
+        _make_ntp,
+        {"n": Size((1, 4), 1, 10_000), "T": Size((2, 4), 2), "K": Size((2, 6), 2), "d": Size((2, 8), 2)},
+        {
+            "vocab": Option(str, choices=NTP_VOCABS),
+            "graph": Option(str, choices=NTP_GRAPHS),
+            "rho": Option(float, lo=0.0, hi=0.99),
+            "bits": _BITS,
+            "query_visible": Option(bool),
+        },
+    ),
 }
+# relations a strategy always needs (given its options), added to the claim's own
+_IMPLIED: dict[str, Callable[[dict[str, Any]], tuple[str, ...]]] = {"ntp": _ntp_relations}
 _FIXED = {"not_locally_optimal": {"locally_optimal": False}, "locally_optimal": {"locally_optimal": True}}
 _MAX_COMBOS = 200_000
 _PAD_MAX = 32  # Gaussian rows are padded to the largest allowed d up to this width
@@ -702,6 +814,9 @@ def schema(name: str) -> dict[str, str]:
     out = {k: f"an int or (lo, hi) range within [{s.floor}, {s.cap}] (default {s.default})" for k, s in sizes.items()}
     out.update({k: o.describe() for k, o in opts.items()})
     out["relations"] = "bounds between sizes, e.g. ('d >= n', 'd >= T - 1')"
+    if name == "ntp":
+        always = (r if w is None else f"{r} ({w[0]}={w[1]!r})" for r, w in _NTP_RELATIONS)
+        out["relations"] += "; always added: " + ", ".join(always)
     return out
 
 
@@ -848,8 +963,10 @@ def plan(name: Any, params: dict[str, Any]) -> Plan:
         if k in params:
             o.check(name, k, params[k])
     order = list(sizes)
-    rels = tuple(_Relation(name, t, order) for t in rel_texts)
-    p = Plan(name, ranges, rels, {k: params[k] for k in opts if k in params})
+    options = {k: params[k] for k in opts if k in params}
+    implied = _IMPLIED[name](options) if name in _IMPLIED else ()
+    rels = tuple(_Relation(name, t, order) for t in (*rel_texts, *implied))
+    p = Plan(name, ranges, rels, options)
     if rels:
         count = 1
         for k in order:
@@ -909,6 +1026,7 @@ sequence = _wrap("sequence")
 causal = _wrap("causal")
 prompt = _wrap("prompt")
 self_attention = _wrap("self_attention")
+ntp = _wrap("ntp")
 
 STRATEGIES: dict[str, Callable[..., Any]] = {
     "paper": paper,
@@ -923,6 +1041,7 @@ STRATEGIES: dict[str, Callable[..., Any]] = {
     "causal": causal,
     "prompt": prompt,
     "self_attention": self_attention,
+    "ntp": ntp,
 }
 
 

@@ -195,6 +195,8 @@ def input_tables(
     holds the exact values, named in the note."""
     if ds.batched:
         raise ValueError("input_tables takes a single data set (index a batch first)")
+    if ds.kind == "ntp":
+        return _ntp_tables(ds, inputs, max_tokens, max_cols, digits, source)
     n, T, d, K = ds.n, ds.T, ds.d, ds.K
     seq = K is not None
     gam = np.asarray(ds.scores)  # (n, T) or (n, K, T)
@@ -240,6 +242,42 @@ def input_tables(
         tables.append(Table(header, tuple(rows), _caption(ds, i, sel, opt, digits)))
     cut = len(shown) < n or None in ts or None in js or None in ks
     return DataTables(tuple(tables), _data_note(ds, len(shown), digits, source, cut))
+
+
+def _ntp_tables(ds: Any, inputs: int, max_tokens: int, max_cols: int, digits: int, source: str | None) -> DataTables:
+    r"""Next-token data: per sequence $i$ a row per position $t$ — the token id, the coordinates of its embedding
+    $x_{it}=e_{\mathrm{id}}$, and whether it is the label (bold: the label's occurrences); the caption gives the label
+    and the query (the last token, and whether it is attended)."""
+    n, T, d = ds.n, ds.T, ds.d
+    ts, js = keep(T, max_tokens), keep(d, max_cols)
+    tok, lab = np.asarray(ds.tokens), np.asarray(ds.labels)
+    vis = None if ds.visible is None else np.asarray(ds.visible)
+    shown = list(range(min(n, max(1, int(inputs)))))
+    header = (Cell(""), Cell("id"), *(Cell(CDOTS if j is None else Num(str(j))) for j in js), Cell("label"))
+    tables = []
+    for i in shown:
+        rows = []
+        for t in ts:
+            if t is None:
+                rows.append(tuple(Cell(VDOTS) for _ in header))
+                continue
+            is_label = bool(tok[i, t] == lab[i]) and (vis is None or bool(vis[i, t]))
+            xs = [Cell(CDOTS if j is None else number(ds.X[i, t, j], digits), bold=is_label) for j in js]
+            mark = "yes" if is_label else ("query, not attended" if vis is not None and not vis[i, t] else "")
+            rows.append((Cell(Math(label("x", i, t))), Cell(Num(str(int(tok[i, t]))), bold=is_label), *xs, Cell(mark)))
+        cap: list[str] = [f"sequence {i}: label ", Math(r"y_{" + str(i) + "}=" + str(int(lab[i]))), "; query "]
+        cap += [Math(label("z", i) + "=" + label("x", i, T - 1)), f" (token {int(tok[i, T - 1])}, the last)"]
+        tables.append(Table(header, tuple(rows), tuple(cap)))
+    note: list[str] = [f"n={n}, T={T}, K={ds.K}, d={d} (next-token data); entries to {digits} significant digits, "]
+    note += ["indices from 0 as in the data file; bold: the label's occurrences"]
+    if len(shown) < n:
+        note.append(f"; sequences 0-{len(shown) - 1} of {n} shown")
+    cut = len(shown) < n or None in ts or None in js
+    if cut:
+        note.append("; tables abbreviated")
+    if source:
+        note.append(f"; exact values{' of every entry' if cut else ''}: {source}")
+    return DataTables(tuple(tables), tuple(note))
 
 
 def _caption(ds: Any, i: int, sel: np.ndarray, opt: np.ndarray, digits: int) -> Inline:

@@ -28,9 +28,10 @@ PORTED = (
     "nuclear-variational",
     "rowspace-invariance",
     "kq-balancedness",
+    "ntp-logloss-convex",
 )
 #: expected-false controls written once (no confirmer): their float64 failure must be *confirmed* automatically
-CONTROLS = ("kq-balancedness-control",)
+CONTROLS = ("kq-balancedness-control", "ntp-logloss-convex-control")
 
 
 def _data(name="paper", seed=3, **sizes):

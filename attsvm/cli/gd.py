@@ -195,9 +195,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--loss",
-        choices=["logistic", "exponential", "correlation"],
-        default="logistic",
-        help="l(u): log(1+e^-u), e^-u, or -u (default: %(default)s)",
+        choices=["logistic", "exponential", "correlation", "nll"],
+        default=None,
+        help="l(u): log(1+e^-u), e^-u, -u, or -log u (nll: the next-token loss, -log of the label's attention mass) "
+        "(default: logistic; nll for next-token data)",
     )
     p.add_argument(
         "--alpha",

@@ -3,7 +3,7 @@
 ::
 
     attsvm solve DATA.npz [--norm fro|nuc|lq|l1|linf|spec] [--q Q]
-                 [--program attsvm|gensvm|seq|causal|prompt|head|relaxed|diagonal] [--alpha opt|i0,i1,...|FILE]
+                 [--program attsvm|gensvm|seq|causal|prompt|head|relaxed|diagonal|ntp] [--alpha opt|i0,i1,...|FILE]
                  [--certify] [--json]
 
 ``--norm``: the minimised norm of the Att-SVM programs (attsvm, seq, causal; the others are Euclidean):
@@ -16,6 +16,8 @@ duality gap, kind ``duality-gap``).
 of token indices (n of them; n*K for sequence/causal data, row-major), or a ``.npy``/``.txt``/``.json``
 file of integers. ``gensvm`` uses the singleton selected sets $\\mathcal O_i=\\{\\alpha_i\\}$. A batch file
 (leading axis B) is solved item by item; ``--json`` then prints ``{"solutions": [...]}``.
+``--program ntp``: the graph SVM of next-token prediction (:func:`attsvm.ntp.svm.solve_graph_svm`) for a
+next-token data file (kind ``ntp``), norms ``fro`` / ``nuc`` only, no ``--alpha`` (the labels select).
 Exit 0 solved, 1 infeasible (a Farkas certificate is reported) or a certificate that did not verify,
 2 bad input.
 """
@@ -28,12 +30,13 @@ import sys
 
 import numpy as np
 
+from ..errors import InputError
 from ..selection import parse_alpha
 
 __all__ = ["add_parser", "parse_alpha", "run"]
 
 NORMS = ("fro", "nuc", "lq", "l1", "linf", "spec")
-PROGRAMS = ("attsvm", "gensvm", "seq", "causal", "prompt", "head", "relaxed", "diagonal")
+PROGRAMS = ("attsvm", "gensvm", "seq", "causal", "prompt", "head", "relaxed", "diagonal", "ntp")
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -64,7 +67,10 @@ def run(args: argparse.Namespace) -> int:
 
     ds = load(args.data, parse_alpha(args.alpha))
     items = list(ds) if ds.batched else [ds]
-    sols = [solve(it, None, args.norm, args.program, args.q, args.certify) for it in items]
+    if args.program == "ntp" or ds.kind == "ntp":
+        sols = _solve_ntp(args, ds, items)
+    else:
+        sols = [solve(it, None, args.norm, args.program, args.q, args.certify) for it in items]
     infeasible = any(s.status != "optimal" for s in sols)
     unverified = args.certify and any(s.status == "optimal" and not s.certificate.get("verified") for s in sols)
     if args.json:
@@ -76,6 +82,21 @@ def run(args: argparse.Namespace) -> int:
             head = f"[{b}] " if ds.batched else ""
             sys.stdout.write(head + _summary(s) + "\n")
     return 1 if (infeasible or unverified) else 0
+
+
+def _solve_ntp(args: argparse.Namespace, ds, items: list) -> list:
+    """The graph SVM of every item of next-token data; a mismatch of data kind and program is an InputError."""
+    from ..ntp.svm import solve_graph_svm
+
+    if ds.kind != "ntp":
+        raise InputError(f"{args.data}: --program ntp needs next-token data (kind 'ntp'), got kind {ds.kind!r}")
+    if args.program != "ntp":
+        raise InputError(f"{args.data}: next-token data (kind 'ntp') is solved by --program ntp, not {args.program!r}")
+    if args.norm not in ("fro", "nuc"):
+        raise InputError(f"--program ntp is defined for --norm fro or nuc (got {args.norm!r})")
+    if args.q is not None:
+        raise InputError("--q is only meaningful with --norm lq")
+    return [solve_graph_svm(it, args.norm, args.certify) for it in items]
 
 
 def _value(x: float | None, fmt: str = ".12g") -> str:

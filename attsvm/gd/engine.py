@@ -51,7 +51,7 @@ from ..errors import InputError
 from ..tables import CDOTS, Math, keep, norm_label, number, vector_math
 from .algorithms import ALGOS, NORMALIZE, SCHEDULES, Problem, Settings, W_of, forward, initial_state, step
 from .init import PARAMS, initial_params
-from .model_torch import LOSSES, TorchData, corr_t, loss_value_t
+from .model_torch import LOSSES, NTP_LOSS, NTP_SQUARE, TorchData, corr_t, loss_value_t, ntp_square_head
 from .numerics import check_ranges, fro_norm
 from .steepest import NORMS
 from .trajectory import Recorder, summaries
@@ -207,10 +207,15 @@ def _lr(lr: Any, D: TorchData, ds: Dataset, loss: str) -> np.ndarray:
     if isinstance(lr, str):
         if lr != "1/L":
             raise InputError(f"lr must be a positive number or '1/L', got {lr!r}")
-        from ..model import Arrays, smoothness_constant
-
         f = ds.flat()
-        L = np.atleast_1d(smoothness_constant(Arrays(f.X, f.Y, f.Z, f.v, f.mask), loss))
+        if loss == NTP_LOSS:
+            from ..ntp.loss import smoothness_constant as ntp_smoothness
+
+            L = np.atleast_1d(ntp_smoothness(f.X, f.Z, f.mask))
+        else:
+            from ..model import Arrays, smoothness_constant
+
+            L = np.atleast_1d(smoothness_constant(Arrays(f.X, f.Y, f.Z, f.v, f.mask), loss))
         with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
             out = np.broadcast_to(1.0 / L, (D.B,)).astype(np.float64)
         if not np.all(np.isfinite(out) & (out > 0)):
@@ -343,7 +348,7 @@ def run(
     schedule: str = "constant",
     adam_betas: tuple[float, float] = (0.9, 0.999),
     adam_eps: float = 0.0,
-    loss: str = "logistic",
+    loss: str | None = None,
     head: Any = None,
     init: Any = "zero",
     init_scale: float | None = None,
@@ -405,13 +410,26 @@ def _run(
     progress,
 ) -> GDResult:
     t0 = time.perf_counter()
-    if not isinstance(ds, Dataset):
-        raise InputError("ds must be an attsvm Dataset")
+    ntp = getattr(ds, "kind", None) == "ntp"
+    if not (isinstance(ds, Dataset) or ntp):
+        raise InputError("ds must be an attsvm Dataset or next-token data (attsvm.ntp.NTPData)")
     if param not in PARAMS:
         raise InputError(f"param must be one of {PARAMS}, got {param!r}")
     settings = settings_of(algo, param, ridge, q, normalize, grad_eps, norm, schedule, adam_betas, adam_eps)
+    square = isinstance(head, str) and head == NTP_SQUARE
+    if loss is None:
+        loss = ("correlation" if square else NTP_LOSS) if ntp else "logistic"
     if loss not in LOSSES:
         raise InputError(f"loss must be one of {LOSSES}, got {loss!r}")
+    if ntp and param in ("p", "vp"):
+        raise InputError("next-token data train W, (K,Q) or diag")
+    if ntp and not ((head is None and loss == NTP_LOSS) or (square and loss == "correlation")):
+        raise InputError(
+            f"next-token data take the loss {NTP_LOSS!r} (-log of the label's attention mass, no head), or "
+            f"head={NTP_SQUARE!r} with loss 'correlation' (the squared loss of the vocabulary classifier)"
+        )
+    if not ntp and (loss == NTP_LOSS or square):
+        raise InputError(f"loss {NTP_LOSS!r} and head {NTP_SQUARE!r} need next-token data (kind 'ntp')")
     if isinstance(steps, bool) or not isinstance(steps, int | np.integer) or steps < 0:
         raise InputError(f"steps must be a non-negative integer, got {steps!r}")
     steps = int(steps)
@@ -430,7 +448,7 @@ def _run(
     mw = d if m is None else int(m)
     if mw < 1:
         raise InputError(f"width m must be positive, got {m!r}")
-    hd = head_of(head, B, d, param, dev, dt)
+    hd = ntp_square_head(ds, dev, dt) if square else head_of(head, B, d, param, dev, dt)
     lr_np = _lr(lr, D, ds, loss)
     th0 = initial_params(param, init, B, d, mw, seed, init_scale)
     f = ds.flat()

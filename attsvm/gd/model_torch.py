@@ -35,7 +35,11 @@ import torch
 from ..data import Dataset
 from .numerics import normalise
 
-LOSSES = ("logistic", "exponential", "correlation")
+LOSSES = ("logistic", "exponential", "correlation", "nll")
+#: the loss of next-token data (kind ``"ntp"``): $\ell(u)=-\log u$ on the label mass $u_i=\gamma_i^\top s_i$
+NTP_LOSS = "nll"
+#: the head of the next-token *squared* loss (the authors' local-convergence runs, :func:`head_outputs`)
+NTP_SQUARE = "ntp-square"
 
 
 # ---------------------------------------------------------------------- data on a device
@@ -82,13 +86,18 @@ class TorchData:
         t = lambda a: torch.as_tensor(np.array(a, dtype=np.float64), dtype=dtype, device=device)  # noqa: E731
         Xt, Yt, vt = t(X), t(Y), t(v)
         m = None if mask is None else torch.as_tensor(np.array(mask, dtype=bool), device=device)
+        if ds.kind == "ntp":  # next-token data: fixed scores 1[x_it is the label], no head
+            g = np.asarray(ds.scores)
+            gamma = t(g if ds.batched else g[None])
+        else:
+            gamma = scores_t(Xt, Yt, vt)
         return TorchData(
             Xt,
             Yt,
             t(Z),
             vt,
             m,
-            scores_t(Xt, Yt, vt),
+            gamma,
             torch.as_tensor(np.array(opt, dtype=np.int64), device=device),
             Xt.transpose(-1, -2).contiguous(),
         )
@@ -135,7 +144,10 @@ def log_softmax_parts(a: torch.Tensor, mask: torch.Tensor | None = None):
 
 
 def loss_value_t(u: torch.Tensor, loss: str = "logistic") -> torch.Tensor:
-    r"""$\ell(u)$: logistic $\log(1+e^{-u})$ (via logaddexp), exponential $e^{-u}$, correlation $-u$."""
+    r"""$\ell(u)$: logistic $\log(1+e^{-u})$ (via logaddexp), exponential $e^{-u}$, correlation $-u$, ``nll``
+    $-\log u$ (next-token data, $u\in(0,1]$ the attention mass on the label)."""
+    if loss == "nll":
+        return -torch.log(u)
     if loss == "logistic":
         return torch.logaddexp(torch.zeros_like(u), -u)
     if loss == "exponential":
@@ -146,7 +158,9 @@ def loss_value_t(u: torch.Tensor, loss: str = "logistic") -> torch.Tensor:
 
 
 def log_neg_loss_derivative_t(u: torch.Tensor, loss: str = "logistic") -> torch.Tensor:
-    r"""$\log|\ell'(u)|$: logistic $-\mathrm{logaddexp}(0,u)$, exponential $-u$, correlation $0$."""
+    r"""$\log|\ell'(u)|$: logistic $-\mathrm{logaddexp}(0,u)$, exponential $-u$, correlation $0$, ``nll`` $-\log u$."""
+    if loss == "nll":
+        return -torch.log(u)
     if loss == "logistic":
         return -torch.logaddexp(torch.zeros_like(u), u)
     if loss == "exponential":
@@ -174,7 +188,10 @@ def head_outputs(
 
     ``head``: None (linear, $h(m)=v^\top m$, so $u=\gamma^\top s$, $\hat\gamma=\gamma$); ``("relu", V)`` with
     V (d,d') or (B,d,d'): $h(m)=\mathbf 1^\top\mathrm{ReLU}(V^\top m)$; ``("quadratic", lam)``:
-    $h(m)=v^\top m-\lambda\|m\|^2$.
+    $h(m)=v^\top m-\lambda\|m\|^2$; ``("ntp-square", (E, onehot))`` (next-token data, :func:`ntp_square_head`):
+    $h_i(m)=-(1-p_{iy_i})^2$ with $p_i=\mathbb S(Em)$ over the vocabulary ``E`` (B,K,d) and the label $y_i$
+    (``onehot`` (B,N,K)), $\nabla h_i=2(1-p_{iy_i})p_{iy_i}E^\top(e_{y_i}-p_i)$ — with the loss ``correlation``,
+    $\ell(u)=-u$, the authors' squared loss $(1-p_{iy_i})^2$ of their local-convergence runs.
     Masked tokens must carry $s=0$."""
     if head is None:
         g = scores_t(X, Y, v)
@@ -191,10 +208,29 @@ def head_outputs(
     elif kind == "quadratic":
         h = (m * v[:, None, :]).sum(-1) - par * (m * m).sum(-1)
         grad_h = v[:, None, :] - 2.0 * par * m
+    elif kind == NTP_SQUARE:
+        E, onehot = par  # (B,K,d) vocabulary, (B,N,K) the label of each row
+        logp = torch.log_softmax(torch.matmul(m, E.transpose(-1, -2)), dim=-1)  # (B,N,K): log p = log S(E m)
+        p = torch.exp(logp)
+        py = (p * onehot).sum(-1)
+        miss = (p * (1.0 - onehot)).sum(-1)  # 1 - p_y without cancellation
+        h = -miss * miss
+        grad_h = (2.0 * miss * py).unsqueeze(-1) * torch.matmul(onehot - p, E)  # 2(1-p_y) p_y E^T(e_y - p)
     else:
         raise ValueError(f"unknown head {kind!r}")
     ghat = Y[..., None] * torch.matmul(X, grad_h.unsqueeze(-1)).squeeze(-1)
     return Y * h, ghat
+
+
+def ntp_square_head(ds, device, dtype) -> tuple:
+    r"""The ``("ntp-square", (E, onehot))`` head of next-token data ``ds`` (:func:`head_outputs`)."""
+    E = np.asarray(ds.E, dtype=np.float64)
+    lab = np.asarray(ds.labels)
+    if not ds.batched:
+        E, lab = E[None], lab[None]
+    onehot = np.eye(E.shape[-2])[lab]
+    t = lambda a: torch.as_tensor(np.array(a, dtype=np.float64), dtype=dtype, device=device)  # noqa: E731
+    return (NTP_SQUARE, (t(E), t(onehot)))
 
 
 # ---------------------------------------------------------------------- token weights

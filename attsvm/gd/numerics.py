@@ -24,7 +24,8 @@ $F/4$ (room for a difference of two logits and for rounding):
   :func:`adam_entry_bound`) and ``nmd`` (the dual moves by $\eta_k$ in $\ell_{q^*}$), with $\sum_k\eta_k$ of the
   step schedule (:func:`step_bound`, :func:`check_ranges`); ``gd`` / ``md`` have no a-priori bound, so only the
   initial point is checked (an overflow later is the stop reason ``non-finite``);
-* nonlinear heads: ReLU $|u|,|\hat\gamma|\le\sqrt{d'}\,\|V\|_F\|x\|$; quadratic $\|m\|^2\le\max\|x\|^2$,
+* nonlinear heads: ReLU $|u|,|\hat\gamma|\le\sqrt{d'}\,\|V\|_F\|x\|$; next-token squared $|u|\le1$,
+  $|\hat\gamma|\le2\max|x|\max|e_k|\,|x|$; quadratic $\|m\|^2\le\max\|x\|^2$,
   $|\hat\gamma|\le\|x\|(\|v\|+2\lambda\|x\|)$.
 
 A bound above the limit is an :class:`~attsvm.errors.InputError` naming the fields and the bound.
@@ -358,6 +359,14 @@ def check_ranges(
             refuse(
                 _log(xn) + _log(Vn),
                 "head V{w}: the ReLU head cannot be represented in {dt}: sqrt(d')*||V||*max|x_it| = {val} > {lim}",
+            )
+        elif kind == "ntp-square":  # |h| <= 1, |ghat_t| <= 2 max|x_it| max_k |e_k|: the vocabulary E bounds it
+            E = par[0].detach().cpu().numpy()
+            En = np.max(frobenius_norm(E, axis=-1).reshape(B, -1), axis=-1)
+            refuse(
+                math.log(2.0) + 2 * _log(xn) + _log(En),
+                "field 'E'{w}: the squared next-token head cannot be represented in {dt}: "
+                "2 max|x_it| max|e_k| ||x|| = {val} > {lim}",
             )
         else:
             lam = abs(float(par))

@@ -162,6 +162,8 @@ class HPData:
         self.vis = [
             list(range(self.T)) if mask is None else [int(t) for t in np.nonzero(mask[i])[0]] for i in range(self.N)
         ]
+        #: fixed token scores of next-token data ($1$ on the label's occurrences, else $0$); None: from $Y,v$
+        self.gamma = as_mp(np.asarray(ds.scores, dtype=np.float64)) if ds.kind == "ntp" else None
 
 
 def data(ds: Dataset | HPData) -> HPData:
@@ -287,7 +289,10 @@ def scores(X: MP, Y: list, v: list) -> MP:
 
 @_hp
 def loss_value(u: mpmath.mpf, loss: str = "logistic") -> mpmath.mpf:
-    r"""$\ell(u)$: logistic $\log(1+e^{-u})$, exponential $e^{-u}$, correlation $-u$."""
+    r"""$\ell(u)$: logistic $\log(1+e^{-u})$, exponential $e^{-u}$, correlation $-u$, ``nll`` $-\log u$ (next-token
+    data: $u$ the label's attention mass)."""
+    if loss == "nll":
+        return -mp.log(u)
     if loss == "logistic":
         return mp.log1p(mp.exp(-u))
     if loss == "exponential":
@@ -299,7 +304,9 @@ def loss_value(u: mpmath.mpf, loss: str = "logistic") -> mpmath.mpf:
 
 @_hp
 def loss_derivative(u: mpmath.mpf, loss: str = "logistic") -> mpmath.mpf:
-    r"""$\ell'(u)$: logistic $-1/(1+e^{u})$, exponential $-e^{-u}$, correlation $-1$."""
+    r"""$\ell'(u)$: logistic $-1/(1+e^{u})$, exponential $-e^{-u}$, correlation $-1$, ``nll`` $-1/u$."""
+    if loss == "nll":
+        return -1 / u
     if loss == "logistic":
         return -1 / (1 + mp.exp(u))
     if loss == "exponential":
@@ -325,7 +332,7 @@ def outputs(ds: Dataset | HPData, W: Any, dps: int = DPS) -> tuple[MP, MP, list,
         Wm = as_mp(W) if not isinstance(W, list) else W
         a = logits(D.X, Wm, D.Z)
         s = [softmax(ai, vi) for ai, vi in zip(a, D.vis)]
-        g = scores(D.X, D.Y, D.v)
+        g = scores(D.X, D.Y, D.v) if D.gamma is None else D.gamma
         u = [mp.fsum(si[t] * gi[t] for t in vi) for si, gi, vi in zip(s, g, D.vis)]
         return s, g, u, a
 

@@ -14,6 +14,7 @@ Public API (curated)::
     polyhedral.verify_lp(ds, cons, norm, W, lam) -> dict             # exact optimality check of a rational pair
     specnorm.solve_spectral(ds, alpha=None, certify=False)           # spectral-norm SDP, proved duality gap
     diagonal.solve_diagonal(ds, alpha=None, norm="l1", certify=False) # min ||w|| over diagonal W = diag(w)
+    eqsvm.solve_eqsvm(D_in, Z_in, D_eq, Z_eq, norm="fro", certify=True) # equality + inequality rows (graph SVM)
 
 ``solve`` dispatches on ``norm`` in {fro, nuc, lq, l1, linf, spec} and ``program`` in {attsvm, gensvm, seq,
 causal, prompt, head, relaxed, diagonal} (``diagonal``: over diagonal $W$, norms l1 / linf, :mod:`.diagonal`);
@@ -43,6 +44,7 @@ checks both)::
     5  frobenius                                                   solve_fro, certify_fro, wmm, batches
     6  gensvm  lq  neighbours  nuclear  polyhedral  prompt         the other programs; SVM-neighbours
     7  diagonal  specnorm                                          diagonal Att-SVM (a view); spectral-norm SVM
+    8  eqsvm                                                       equality + inequality SVM (graph SVM of NTP)
 """
 
 from __future__ import annotations
@@ -73,6 +75,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("frobenius",),
     ("gensvm", "lq", "neighbours", "nuclear", "polyhedral", "prompt"),
     ("diagonal", "specnorm"),
+    ("eqsvm",),
 )
 
 __all__ = [

@@ -43,11 +43,12 @@ def _margins_via_gram(Dall, Zall, DS, ZS, num: list) -> list:
     """Numerators $G^{\\mathbb Z}_{\\cdot S}\\nu$ of every margin (common denominator q)."""
     from flint import fmpz_mat
 
-    GA = _hadamard(Dall * DS.transpose(), Zall * ZS.transpose())
+    GA = hadamard(Dall * DS.transpose(), Zall * ZS.transpose())
     return (GA * fmpz_mat(len(num), 1, num)).entries()
 
 
-def _hadamard(A, B):
+def hadamard(A, B):
+    """The entrywise product $A\\circ B$ of two ``fmpz_mat`` of the same shape (exact)."""
     from flint import fmpz_mat
 
     return fmpz_mat(A.nrows(), A.ncols(), [x * y for x, y in zip(A.entries(), B.entries())])
@@ -82,7 +83,7 @@ def certify_enclosure(c: Constraints, Dint, Zint, sc: int, S: np.ndarray, marg_f
     base = {"kind": "rigorous-enclosure", "verified": False, "active": [], "multipliers": None, "W": None}
     for _ in range(50):
         DS, ZS = fmpz_matrix(Dint[S]), fmpz_matrix(Zint[S])
-        GA = _hadamard(Dall * DS.transpose(), Zall * ZS.transpose())  # m x |S|, exact
+        GA = hadamard(Dall * DS.transpose(), Zall * ZS.transpose())  # m x |S|, exact
         rows = GA.entries()
         k = S.size
         Gf = np.array([float(rows[j * k + i]) for j in S for i in range(k)]).reshape(k, k)

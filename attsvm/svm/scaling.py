@@ -67,7 +67,7 @@ class Scale:
         return {"log2_X": -self.ex, "log2_Z": -self.ez}
 
 
-def _exponent(a: np.ndarray) -> int:
+def exponent(a: np.ndarray) -> int:
     """$e$ with $\\max|a|\\,2^{-e}\\in[\\frac12,1)$, or 0 when $\\max|a|$ is 0 or already within the band."""
     mx = float(np.max(np.abs(a), initial=0.0))
     if mx == 0.0 or 2.0**-BAND <= mx <= 2.0**BAND:
@@ -75,7 +75,8 @@ def _exponent(a: np.ndarray) -> int:
     return int(np.frexp(mx)[1])
 
 
-def _exact_ldexp(a: np.ndarray, e: int, name: str) -> np.ndarray:
+def exact_ldexp(a: np.ndarray, e: int, name: str) -> np.ndarray:
+    """$a\\,2^{-e}$, refused (:class:`InputError` naming the field ``name``) unless it is exact in float64."""
     out = np.ldexp(a, -e)
     if not np.array_equal(np.ldexp(out, e), a):
         lo = float(np.min(np.abs(a[a != 0])))
@@ -90,13 +91,13 @@ def _exact_ldexp(a: np.ndarray, e: int, name: str) -> np.ndarray:
 def normalised(ds: Dataset) -> tuple[Dataset, Scale]:
     """``(ds', scale)`` with ``ds'`` the exactly rescaled data set (module docstring); ``ds`` itself when no
     rescaling is needed. The selection is carried over explicitly (ties stay allowed where they were)."""
-    ex = _exponent(ds.X)
+    ex = exponent(ds.X)
     derived_Z = ds.kind in ("self", "causal")
-    ez = ex if derived_Z else _exponent(ds.Z)
+    ez = ex if derived_Z else exponent(ds.Z)
     if ex == 0 and ez == 0:
         return ds, Scale()
-    X = _exact_ldexp(ds.X, ex, "X") if ex else ds.X
-    Z = None if derived_Z else (_exact_ldexp(ds.Z, ez, "Z") if ez else ds.Z)
+    X = exact_ldexp(ds.X, ex, "X") if ex else ds.X
+    Z = None if derived_Z else (exact_ldexp(ds.Z, ez, "Z") if ez else ds.Z)
     scaled = Dataset(X, ds.Y, Z, ds.v, np.asarray(ds.selection), ds.kind, ds.query_index)
     return scaled, Scale(ex, ez)
 
