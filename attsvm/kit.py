@@ -36,8 +36,8 @@ helper                            definition (float64 / high precision)
 ``projector(Z)``                  $P_Z$, the orthogonal projector onto the row space of $Z$
 ``logits softmax log_softmax``    $a_{it}=x_{it}^\top Wz_i$, $s_i=\mathbb S(a_i)$ (causal masks respected)
 ``outputs(ds, W)``                $(s,\gamma,u)$ with $u_i=\gamma_i^\top s_i$
-``loss grad_W grad_KQ``           $\mathcal L(W)=\frac1n\sum\ell(u_i)$, $\nabla_W\mathcal L$, $\nabla_{(K,Q)}$ (next-token
-                                  data: ``loss="nll"``, $\ell(u)=-\log u$)
+``loss grad_W grad_KQ``           $\mathcal L(W)=\frac1n\sum\ell(u_i)$, $\nabla_W\mathcal L$, $\nabla_{(K,Q)}$
+                                  (next-token data: ``loss="nll"``, $\ell(u)=-\log u$)
 ``loss_derivative(u, loss)``      $\ell'(u)$
 ``hessian_W smoothness``          $\nabla^2\mathcal L(W)$ ($d^2\times d^2$), $L_W$ of THEORY §3
 ``margins(ds, W, alpha)``         $(x_{i\alpha_i}-x_{it})^\top Wz_i$ (N,T), $+\infty$ at $\alpha_i$ and invisible tokens
