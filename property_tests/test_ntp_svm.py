@@ -6,13 +6,13 @@ infeasible instances with exact Farkas certificates, bad input, and ``attsvm sol
 from __future__ import annotations
 
 import json
-import warnings
 from fractions import Fraction
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_svm_eqsvm import clarabel
 
 from attsvm import generate
 from attsvm.cli import main
@@ -25,9 +25,6 @@ from attsvm.svm.eqsvm import solve_eqsvm
 from attsvm.tolerances import tol
 
 REL = 1e-6
-#: reference solves: (tolerance, equilibration); a tolerance Clarabel cannot reach is retried looser, a numerical
-#: failure (dependent rows) without equilibration
-ATTEMPTS = ((1e-10, True), (1e-9, True), (1e-8, True), (1e-9, False))
 
 
 # ---------------------------------------------------------------------------------------------- references
@@ -71,19 +68,7 @@ def reference(data, norm: str):
     W = cp.Variable((data.d, data.d))
     cons = [(E[y] - E[j]) @ W @ E[q] >= 1 for q, y, j in sorted(ineq)]
     cons += [(E[y] - E[j]) @ W @ E[q] == 0 for q, y, j in sorted(eq)]
-    p = cp.Problem(cp.Minimize(cp.sum_squares(W) if norm == "fro" else cp.normNuc(W)), cons)
-    for t, equil in ATTEMPTS:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            try:
-                p.solve(solver="CLARABEL", tol_gap_abs=t, tol_gap_rel=t, tol_feas=t, equilibrate_enable=equil)
-            except cp.error.SolverError:
-                continue
-        if p.status == cp.INFEASIBLE:
-            return None
-        if p.status == cp.OPTIMAL:
-            return float(p.value), np.asarray(W.value)
-    raise AssertionError(f"reference: Clarabel status {p.status}")
+    return clarabel(cp.Problem(cp.Minimize(cp.sum_squares(W) if norm == "fro" else cp.normNuc(W)), cons), W)
 
 
 def _emb(data):

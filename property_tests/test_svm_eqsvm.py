@@ -41,7 +41,14 @@ def reference(D_in, Z_in, D_eq, Z_eq, norm):
     cons = [D_in[c] @ W @ Z_in[c] >= 1 for c in range(len(D_in))]
     cons += [D_eq[c] @ W @ Z_eq[c] == 0 for c in range(len(D_eq))]
     obj = cp.sum_squares(W) if norm == "fro" else cp.normNuc(W)
-    p = cp.Problem(cp.Minimize(obj), cons)
+    return clarabel(cp.Problem(cp.Minimize(obj), cons), W)
+
+
+def clarabel(p, W):
+    """Solve the cvxpy problem ``p`` in ``W`` with Clarabel, tightening and retrying; ``(value, W)``, or None when
+    infeasible; any other final status fails the test."""
+    import cvxpy as cp
+
     for t, equil in ATTEMPTS:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # "may be inaccurate": the status is checked below
