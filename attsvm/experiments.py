@@ -249,6 +249,25 @@ class Option:
         return out
 
 
+#: the float64 machine epsilon, the authors' ``torch.finfo(torch.double).eps`` (their ridge and normaliser)
+AUTHORS_EPS = 2.0**-52
+
+
+def authors_options() -> dict[str, Option]:
+    r"""The options of the authors' normalised-GD recipe (E3 ``local``, ``digits``): the $(K,Q)$ ridge, the initial
+    law, the $(K,Q)$ normalisation and the normaliser's $\epsilon$, defaults as in their code."""
+    return {
+        "ridge": Option(
+            AUTHORS_EPS, minimum=0.0, help="ridge lambda of lambda(|K|^2+|Q|^2) on the (K,Q) runs (paper: 2^-52)"
+        ),
+        "init": Option("linear", ("linear", "random"), help="initial law: PyTorch's nn.Linear default, or 0.1 N"),
+        "normalize": Option("per-factor", ("per-factor", "joint"), help="(K,Q): normalise each factor or both"),
+        "grad_eps": Option(
+            AUTHORS_EPS, minimum=0.0, help="the normaliser's eps in g/(|g|+eps), both runs (paper: 2^-52)"
+        ),
+    }
+
+
 def _show(v: Any) -> str:
     return str(v).lower() if isinstance(v, bool) else str(v)
 

@@ -70,20 +70,16 @@ from typing import Any
 
 import numpy as np
 
-from attsvm.experiments import Option
+from attsvm.experiments import AUTHORS_EPS, Option, authors_options
 
-#: the float64 machine epsilon, the authors' ``torch.finfo(torch.double).eps`` (as in ``numerics/local.py``)
-EPS = 2.0**-52
+EPS = AUTHORS_EPS
 PAIRS = tuple(f"{a}-{b}" for a, b in combinations(range(10), 2))  #: the class pairs a-b, a < b
 TOKENS = {"patch": (16, 4), "row": (8, 8)}  #: tokenisation -> (T, pixels per token)
 OPTIONS = {
     "pair": Option("3-8", PAIRS, help="the two digits a-b: a is label +1, b is label -1"),
     "tokens": Option("patch", tuple(TOKENS), help="tokens: 16 patches of 2x2 pixels, or the 8 pixel rows"),
     "query": Option(5, minimum=0, maximum=7, help="query token q, z_i = x_iq (0..7: a token of either tokenisation)"),
-    "ridge": Option(EPS, minimum=0.0, help="ridge lambda of lambda(|K|^2+|Q|^2) on the (K,Q) runs (paper: 2^-52)"),
-    "init": Option("linear", ("linear", "random"), help="initial law: PyTorch's nn.Linear default, or 0.1 N"),
-    "normalize": Option("per-factor", ("per-factor", "joint"), help="(K,Q): normalise each factor or both"),
-    "grad_eps": Option(EPS, minimum=0.0, help="the normaliser's eps in g/(|g|+eps), both runs (paper: 2^-52)"),
+    **authors_options(),
 }
 
 TITLE = (

@@ -23,16 +23,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from attsvm.experiments import Option
+from attsvm.experiments import AUTHORS_EPS, authors_options
 
-#: the float64 machine epsilon, the authors' ``torch.finfo(torch.double).eps``
-EPS = 2.0**-52
-OPTIONS = {
-    "ridge": Option(EPS, minimum=0.0, help="ridge lambda of lambda(|K|^2+|Q|^2) on the (K,Q) runs (paper: 2^-52)"),
-    "init": Option("linear", ("linear", "random"), help="initial law: PyTorch's nn.Linear default, or 0.1 N"),
-    "normalize": Option("per-factor", ("per-factor", "joint"), help="(K,Q): normalise each factor or both"),
-    "grad_eps": Option(EPS, minimum=0.0, help="the normaliser's eps in g/(|g|+eps), both runs (paper: 2^-52)"),
-}
+EPS = AUTHORS_EPS
+OPTIONS = authors_options()
 
 TITLE = (
     "E3: along normalised GD on W and on (K,Q) the softmax saturates and 1-corr to the Att-SVM / Att-SVM* "

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from attsvm.experiments import Option
+from attsvm.experiments import AUTHORS_EPS, Option
 
-EPS = 2.0**-52
+EPS = AUTHORS_EPS
 OPTIONS = {
     "grad_eps": Option(EPS, minimum=0.0, help="the normaliser's eps in g/(|g|+eps) (paper: 2^-52; 0: exactly g/|g|)"),
     "init": Option("linear", ("linear", "random"), help="initial law: PyTorch's nn.Linear default, or 0.1 N"),
