@@ -24,6 +24,7 @@ from .constraints import Constraints, build
 from .dual import DualResult, solve_dual
 from .exact import exact_features, fmpz_matrix, to_integers
 from .scaling import normalised
+from .solution import SVMSolution
 
 
 def farkas_residual(c: Constraints, mu: np.ndarray) -> float:
@@ -229,3 +230,14 @@ def feasibility(ds: Dataset, alpha: np.ndarray | None = None) -> tuple[bool, np.
     if mu is None:  # a barely feasible instance: exactly verified feasible point
         return True, None
     return False, c.to_grid(mu)
+
+
+def infeasible_solution(
+    cons: Constraints, norm: str, program: str, alpha: np.ndarray, mu: np.ndarray, cert: dict, extra: dict | None = None
+) -> SVMSolution:
+    r"""The ``"infeasible"`` :class:`~attsvm.svm.solution.SVMSolution` of ``norm``'s program, carrying the Farkas
+    certificate ``cert`` (with its ``residual``) and $\mu$ on the (n, T) grid of ``cons``."""
+    return SVMSolution(
+        "infeasible", norm, program, alpha, None, None, kkt={"farkas_residual": cert["residual"]}, certificate=cert,
+        farkas=cons.to_grid(mu), extra={} if extra is None else extra,
+    )  # fmt: skip

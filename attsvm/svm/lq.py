@@ -21,7 +21,7 @@ from .budget import estimate, require
 from .constraints import build, program_of
 from .cvx import margins_expr, solve
 from .dual import solve_dual
-from .farkas import farkas_from_ray, proved_infeasible, zero_feature_certificate
+from .farkas import farkas_from_ray, infeasible_solution, proved_infeasible, zero_feature_certificate
 from .scaling import normalised, unscale_solution
 from .solution import SVMSolution
 
@@ -82,22 +82,14 @@ def _solve_lq(ds: Dataset, q: float, alpha) -> SVMSolution:
         except SolverError:
             zero = None
     if zero is not None:  # infeasible, exactly (a constraint 0 >= 1, or the Frobenius ray)
-        mu, cert = zero
-        return SVMSolution(
-            "infeasible", "lq", program, a, None, None, kkt={"farkas_residual": cert["residual"]}, certificate=cert,
-            farkas=cons.to_grid(mu), extra={"q": q},
-        )  # fmt: skip
+        return infeasible_solution(cons, "lq", program, a, *zero, extra={"q": q})
     W = cp.Variable((d, d))
     con = margins_expr(cons.D, W, cons.Zc) >= 1
     prob = cp.Problem(cp.Minimize(cp.pnorm(cp.vec(W, order="F"), q)), [con])
     status = solve(prob, f"lq Att-SVM (q={q})")
     if status == "infeasible":
         mu, cert = proved_infeasible(ds, cons, f"lq Att-SVM (q={q})")
-        return SVMSolution(
-            "infeasible", "lq", program, a, None, None,
-            kkt={"farkas_residual": cert["residual"]}, certificate=cert,
-            farkas=cons.to_grid(mu), extra={"q": q},
-        )  # fmt: skip
+        return infeasible_solution(cons, "lq", program, a, mu, cert, extra={"q": q})
     Wv = np.asarray(W.value)
     lam = np.maximum(np.asarray(con.dual_value, dtype=float).ravel(), 0.0)
     mg = cons.margins(Wv)

@@ -42,7 +42,7 @@ from .constraints import Constraints, build, program_of
 from .cvx import margins_expr, solve
 from .dual import DualResult, solve_dual
 from .exact import exact_features, fmpz_matrix, pow2, to_integers
-from .farkas import farkas_from_ray, proved_infeasible, zero_feature_certificate
+from .farkas import farkas_from_ray, infeasible_solution, proved_infeasible, zero_feature_certificate
 from .scaling import normalised, unscale_solution
 from .solution import SVMSolution
 from .spectral import combine_exact, prove_spectral_le_one, round_down, round_up
@@ -356,12 +356,12 @@ def _solve_nuclear(ds: Dataset, alpha, certify: bool) -> SVMSolution:
         )  # fmt: skip
     zero = zero_feature_certificate(cons)
     if zero is not None:  # a constraint 0 >= 1 (A_j = 0): infeasible, exactly
-        return _infeasible_with(cons, program, a, *zero)
+        return infeasible_solution(cons, "nuc", program, a, *zero)
     hint = _frobenius_hint(cons)
     if hint is not None:
         found = farkas_from_ray(ds, cons, hint)
         if found is not None:  # infeasible whatever the norm: no barrier on all m constraints
-            return _infeasible_with(cons, program, a, *found)
+            return infeasible_solution(cons, "nuc", program, a, *found)
     t0 = time.perf_counter()
     # the path stops at a barrier gap of 1e-9 (relative); when the proof of gap <= tol("nuc_gap") fails there,
     # the path is run again to 1e-11
@@ -412,18 +412,4 @@ def _solve_nuclear(ds: Dataset, alpha, certify: bool) -> SVMSolution:
 
 def _infeasible(ds: Dataset, cons: Constraints, program: str, a: np.ndarray) -> SVMSolution:
     mu, cert = proved_infeasible(ds, cons, "Att-SVM* (barrier method diverged)")
-    return _infeasible_with(cons, program, a, mu, cert)
-
-
-def _infeasible_with(cons: Constraints, program: str, a: np.ndarray, mu: np.ndarray, cert: dict) -> SVMSolution:
-    return SVMSolution(
-        "infeasible",
-        "nuc",
-        program,
-        a,
-        None,
-        None,
-        kkt={"farkas_residual": cert["residual"]},
-        certificate=cert,
-        farkas=cons.to_grid(mu),
-    )
+    return infeasible_solution(cons, "nuc", program, a, mu, cert)

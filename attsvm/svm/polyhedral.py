@@ -56,7 +56,7 @@ from .budget import estimate, require
 from .certificate import MAX_EXACT_DIGITS
 from .constraints import Constraints, build, program_of
 from .exact import exact_features, fmpz_matrix, pow2, to_integers
-from .farkas import proved_infeasible, zero_feature_certificate
+from .farkas import infeasible_solution, proved_infeasible, zero_feature_certificate
 from .scaling import normalised, unscale_solution
 from .solution import SVMSolution
 from .spectral import proved_bracket, round_down, round_up
@@ -437,13 +437,6 @@ def solve_polyhedral(ds: Dataset, norm: str, alpha=None, certify: bool = False) 
     return unscale_solution(_solve(scaled, norm, alpha, certify), scale)
 
 
-def _infeasible(cons: Constraints, norm: str, program: str, a: np.ndarray, mu: np.ndarray, cert: dict) -> SVMSolution:
-    return SVMSolution(
-        "infeasible", norm, program, a, None, None, kkt={"farkas_residual": cert["residual"]}, certificate=cert,
-        farkas=cons.to_grid(mu),
-    )  # fmt: skip
-
-
 def _solve(ds: Dataset, norm: str, alpha, certify: bool) -> SVMSolution:
     cons = build(ds, alpha)
     program = program_of(ds.kind)
@@ -462,12 +455,12 @@ def _solve(ds: Dataset, norm: str, alpha, certify: bool) -> SVMSolution:
         )  # fmt: skip
     zero = zero_feature_certificate(cons)
     if zero is not None:  # a constraint 0 >= 1: infeasible, exactly
-        return _infeasible(cons, norm, program, a, *zero)
+        return infeasible_solution(cons, norm, program, a, *zero)
     t0 = time.perf_counter()
     status, W, lam, sat = _lp(cons, norm)
     if status == "infeasible":
         mu, cert = proved_infeasible(ds, cons, f"{norm} Att-SVM")
-        return _infeasible(cons, norm, program, a, mu, cert)
+        return infeasible_solution(cons, norm, program, a, mu, cert)
     seconds = time.perf_counter() - t0
     mg = cons.margins(W)
     if 0 < mg.min() < 1:  # HiGHS meets the rows to ~1e-9: rescale onto the feasible set (an upper bound)

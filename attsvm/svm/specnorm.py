@@ -45,7 +45,7 @@ from .budget import estimate, require
 from .constraints import Constraints, build, program_of
 from .cvx import margins_expr, solve
 from .exact import exact_features, fmpz_matrix, pow2, to_integers
-from .farkas import proved_infeasible, zero_feature_certificate
+from .farkas import infeasible_solution, proved_infeasible, zero_feature_certificate
 from .polyhedral import max_margin
 from .scaling import normalised, unscale_solution
 from .solution import SVMSolution
@@ -165,13 +165,6 @@ def solve_spectral(ds: Dataset, alpha=None, certify: bool = False) -> SVMSolutio
     return unscale_solution(_solve(scaled, alpha, certify), scale)
 
 
-def _infeasible(cons: Constraints, program: str, a: np.ndarray, mu: np.ndarray, cert: dict) -> SVMSolution:
-    return SVMSolution(
-        "infeasible", "spec", program, a, None, None, kkt={"farkas_residual": cert["residual"]}, certificate=cert,
-        farkas=cons.to_grid(mu),
-    )  # fmt: skip
-
-
 def _solve(ds: Dataset, alpha, certify: bool) -> SVMSolution:
     import cvxpy as cp
 
@@ -190,17 +183,17 @@ def _solve(ds: Dataset, alpha, certify: bool) -> SVMSolution:
         )  # fmt: skip
     zero = zero_feature_certificate(cons)
     if zero is not None:  # a constraint 0 >= 1: infeasible, exactly
-        return _infeasible(cons, program, a, *zero)
+        return infeasible_solution(cons, "spec", program, a, *zero)
     if max_margin(cons)[0] is None:  # the l_inf LP: no W has every margin > 0 (feasibility is norm-free)
         mu, cert = proved_infeasible(ds, cons, "spectral Att-SVM")
-        return _infeasible(cons, program, a, mu, cert)
+        return infeasible_solution(cons, "spec", program, a, mu, cert)
     t0 = time.perf_counter()
     W = cp.Variable((d, d))
     con = margins_expr(cons.D, W, cons.Zc) >= 1
     status = solve(cp.Problem(cp.Minimize(cp.sigma_max(W)), [con]), "spectral Att-SVM")
     if status == "infeasible":
         mu, cert = proved_infeasible(ds, cons, "spectral Att-SVM")
-        return _infeasible(cons, program, a, mu, cert)
+        return infeasible_solution(cons, "spec", program, a, mu, cert)
     seconds = time.perf_counter() - t0
     Wv = np.asarray(W.value, dtype=float)
     lam = np.maximum(np.asarray(con.dual_value, dtype=float).ravel(), 0.0)
