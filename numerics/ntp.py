@@ -79,7 +79,8 @@ def local_svm(ds, log_s: np.ndarray) -> dict:
 def run(ctx) -> dict:
     from attsvm.experiments import call_each, gd_runs
     from attsvm.figures import band_stats
-    from attsvm.ntp.decomposition import measures
+    from attsvm.model import corr
+    from attsvm.ntp.decomposition import measures, nuclear_excess
     from attsvm.ntp.generate import ntp
 
     s, o = ctx.size, ctx.options
@@ -135,13 +136,10 @@ def run(ctx) -> dict:
     loc = [local_svm(ds[b], logs[b]) for b in range(B)]
     WsL = np.asarray(rL.trajectory["W"])
     c_loc = np.stack(
-        [
-            1.0 - _corr(WsL[:, b], x["W"]) if x["W"] is not None else np.full(len(WsL), np.nan)
-            for b, x in enumerate(loc)
-        ],
+        [1.0 - corr(WsL[:, b], x["W"]) if x["W"] is not None else np.full(len(WsL), np.nan) for b, x in enumerate(loc)],
         axis=1,
     )
-    c_glob = np.stack([1.0 - _corr(WsL[:, b], refs[b].W_svm) for b in range(B)], axis=1)
+    c_glob = np.stack([1.0 - corr(WsL[:, b], refs[b].W_svm) for b in range(B)], axis=1)
     has = [x["W"] is not None for x in loc]
     differs = [bool(x["differs"]) for x in loc if x["differs"] is not None]
     out["local"] = {
@@ -161,24 +159,6 @@ def run(ctx) -> dict:
     return out
 
 
-def nuclear_excess(ds, ref, Ws: np.ndarray) -> np.ndarray:
-    r"""$\|P_S^\perp W\|_\star/(m\cdot\mathrm{OPT}_\star)-1$ with $m=\min_c\langle P_S^\perp W,A_c\rangle$ over the
-    inequality constraints: 0 exactly when the direction of $P_S^\perp W$ solves the nuclear-norm graph SVM, whichever
-    of its solutions a solver returns (NaN without a certified optimum or with a non-positive margin)."""
-    from attsvm.ntp.graph import graph_constraints
-
-    cert = (ref.nuc.certificate or {}) if ref.nuc is not None else {}
-    if ref.W_nuc is None or not cert.get("verified"):
-        return np.full(len(Ws), np.nan)
-    gc = graph_constraints(ds)
-    flat = Ws.reshape(len(Ws), -1)
-    perp = (flat - (flat @ ref.basis.T) @ ref.basis).reshape(Ws.shape)
-    marg = np.einsum("md,rde,me->rm", gc.D_in, perp, gc.Z_in).min(axis=-1)
-    nuc = np.linalg.norm(perp, "nuc", axis=(-2, -1))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(marg > 0, nuc / (marg * float(ref.nuc.objective)) - 1.0, np.nan)
-
-
 def _stats(x) -> dict:
     """:func:`attsvm.experiments.summary` plus the median of the finite values."""
     from attsvm.experiments import summary
@@ -186,12 +166,6 @@ def _stats(x) -> dict:
     a = np.asarray(x, dtype=float)
     a = a[np.isfinite(a)]
     return {**summary(a), "median": float(np.median(a)) if a.size else None}
-
-
-def _corr(Ws: np.ndarray, T: np.ndarray) -> np.ndarray:
-    from attsvm.model import corr
-
-    return corr(Ws, np.broadcast_to(T, Ws.shape))
 
 
 def plot(res: dict):

@@ -90,51 +90,59 @@ def reference(data: NTPData, certify: bool = True, nuclear: bool = False) -> Ref
     return Reference(W, sol, Wn, nuc, fin.W, fin, equality_basis(data), top_scc_mask(data))
 
 
-def _corr(A: np.ndarray, B: np.ndarray) -> np.ndarray:
-    from ..model import corr
-
-    return corr(A, np.broadcast_to(B, A.shape))
-
-
 def log_outside_mass(data: NTPData, W: np.ndarray, top: np.ndarray) -> np.ndarray:
-    r"""$\max_i\log\sum_{t\notin\mathcal C_i}s_{it}(W)$ for ``W`` (..., d, d) (natural log; $-\infty$ when every visible
+    r"""$\max_i\log\sum_{t\notin\mathcal C_i}s_{it}(W)=\max_i[\mathrm{LSE}_{t\notin\mathcal C_i}a_{it}-
+    \mathrm{LSE}_ta_{it}]$ over the visible $t$, for ``W`` (..., d, d) (natural log; $-\infty$ when every visible
     position is in $\mathcal C_i$)."""
-    a = np.einsum("ntd,...de,ne->...nt", data.X, W, data.Z)
+    from ..model import logits
+    from .loss import lse
+
+    a = logits(data.X, W, data.Z)
     vis = np.ones(top.shape, bool) if data.visible is None else np.asarray(data.visible)
-    logs = _log_softmax(np.where(vis, a, -np.inf))
-    return _lse(np.where(vis & ~top, logs, -np.inf)).max(axis=-1)
+    return (lse(a, vis & ~top) - lse(a, vis)).max(axis=-1)
 
 
-def _lse(a: np.ndarray) -> np.ndarray:
-    """log-sum-exp over the last axis; an all -inf row gives -inf."""
-    m = a.max(axis=-1, keepdims=True)
-    fin = np.isfinite(m)
-    shift = np.where(fin, m, 0.0)
-    with np.errstate(divide="ignore"):
-        return np.where(fin, m + np.log(np.exp(a - shift).sum(-1, keepdims=True)), -np.inf)[..., 0]
+def split(ref: Reference, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    r"""$(P_SW,\ P_S^\perp W)$ for ``W`` (..., d, d)."""
+    W = np.asarray(W, dtype=np.float64)
+    flat = W.reshape(*W.shape[:-2], -1)
+    proj = ((flat @ ref.basis.T) @ ref.basis).reshape(W.shape)
+    return proj, W - proj
 
 
-def _log_softmax(a: np.ndarray) -> np.ndarray:
-    return a - _lse(a)[..., None]
+def nuclear_excess(data: NTPData, ref: Reference, W: np.ndarray) -> np.ndarray:
+    r"""$\|P_S^\perp W\|_\star/(m\cdot\mathrm{OPT}_\star)-1$ for ``W`` (..., d, d), $m$ the smallest inequality margin
+    of $P_S^\perp W$ (which meets the equalities exactly): 0 exactly when its direction solves the nuclear-norm graph
+    SVM, whichever of its solutions a solver returns (NaN without a certified optimum or with a non-positive margin)."""
+    from .graph import graph_constraints
+
+    W = np.asarray(W, dtype=np.float64)
+    cert = (ref.nuc.certificate or {}) if ref.nuc is not None else {}
+    if ref.W_nuc is None or not cert.get("verified"):
+        return np.full(W.shape[:-2], np.nan)
+    gc = graph_constraints(data)
+    perp = split(ref, W)[1]
+    marg = np.einsum("md,...de,me->...m", gc.D_in, perp, gc.Z_in).min(axis=-1)
+    nuc = np.linalg.norm(perp, "nuc", axis=(-2, -1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(marg > 0, nuc / (marg * float(ref.nuc.objective)) - 1.0, np.nan)
 
 
 def measures(data: NTPData, ref: Reference, W: np.ndarray) -> dict[str, np.ndarray]:
     r"""The measures of the module docstring for iterates ``W`` (..., d, d): ``one_minus_corr``,
     ``one_minus_corr_perp`` (NaN when $P_S^\perp W=0$), ``finite_distance``, ``log_outside_mass`` and
     ``R`` $=\langle W-W^{fin},W^{svm}\rangle/\|W^{svm}\|_F^2$ (arrays of the leading shape)."""
+    from ..model import corr
+
     W = np.asarray(W, dtype=np.float64)
-    d = data.d
-    flat = W.reshape(*W.shape[:-2], d * d)
-    proj = (flat @ ref.basis.T) @ ref.basis
-    perp = (flat - proj).reshape(W.shape)
+    proj, perp = split(ref, W)
     out = {
-        "finite_distance": np.linalg.norm((proj.reshape(W.shape) - ref.W_fin).reshape(*W.shape[:-2], -1), axis=-1),
+        "finite_distance": np.linalg.norm((proj - ref.W_fin).reshape(*W.shape[:-2], -1), axis=-1),
         "log_outside_mass": log_outside_mass(data, W, ref.top),
     }
     if ref.W_svm is not None:
-        out["one_minus_corr"] = 1.0 - _corr(W, ref.W_svm)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out["one_minus_corr_perp"] = 1.0 - _corr(perp, ref.W_svm)
+        out["one_minus_corr"] = 1.0 - corr(W, ref.W_svm)
+        out["one_minus_corr_perp"] = 1.0 - corr(perp, ref.W_svm)
         out["R"] = np.sum((W - ref.W_fin) * ref.W_svm, axis=(-2, -1)) / np.sum(ref.W_svm**2)
     return out
 

@@ -50,7 +50,16 @@ import numpy as np
 
 from ..errors import InputError
 
-__all__ = ["logits", "loss", "gradient", "hessian", "logit_hessian", "label_embeddings_shared", "smoothness_constant"]
+__all__ = [
+    "logits",
+    "loss",
+    "gradient",
+    "hessian",
+    "logit_hessian",
+    "label_embeddings_shared",
+    "lse",
+    "smoothness_constant",
+]
 
 
 def _masks(label_mask: np.ndarray, visible: np.ndarray | None, shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
@@ -71,7 +80,7 @@ def _masks(label_mask: np.ndarray, visible: np.ndarray | None, shape: tuple[int,
     return m, vis & ~m
 
 
-def _lse(a: np.ndarray, mask: np.ndarray) -> np.ndarray:
+def lse(a: np.ndarray, mask: np.ndarray) -> np.ndarray:
     r"""$\operatorname{LSE}_{t:\text{mask}}a_t$ along the last axis ($-\infty$ for an empty mask)."""
     am = np.where(mask, a, -np.inf)
     mx = np.max(am, axis=-1)
@@ -83,9 +92,9 @@ def _lse(a: np.ndarray, mask: np.ndarray) -> np.ndarray:
 def _probs(a: np.ndarray, m: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r"""$(s, s^m, s^c)$: softmax over $V=m\cup c$, over $m$ and over $c$ (zeros outside; $s^c=0$ if $c=\emptyset$)."""
     vis = m | c
-    s = np.where(vis, np.exp(np.where(vis, a, -np.inf) - _lse(a, vis)[..., None]), 0.0)
-    sm = np.where(m, np.exp(np.where(m, a, -np.inf) - _lse(a, m)[..., None]), 0.0)
-    lc = _lse(a, c)
+    s = np.where(vis, np.exp(np.where(vis, a, -np.inf) - lse(a, vis)[..., None]), 0.0)
+    sm = np.where(m, np.exp(np.where(m, a, -np.inf) - lse(a, m)[..., None]), 0.0)
+    lc = lse(a, c)
     fin = np.isfinite(lc)
     sc = np.where(c, np.exp(np.where(c, a, -np.inf) - np.where(fin, lc, 0.0)[..., None]), 0.0)
     return s, sm, sc
@@ -114,7 +123,7 @@ def loss(
     $\frac1n\sum_i\mathrm{logaddexp}(0,\operatorname{LSE}_{V_i\setminus m_i}a_i-\operatorname{LSE}_{m_i}a_i)$."""
     a = logits(X, Z, W)
     m, c = _masks(label_mask, visible, a.shape)
-    return float(np.mean(np.logaddexp(0.0, _lse(a, c) - _lse(a, m))))
+    return float(np.mean(np.logaddexp(0.0, lse(a, c) - lse(a, m))))
 
 
 def gradient(
