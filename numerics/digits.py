@@ -154,7 +154,9 @@ def attention(X: np.ndarray, W: np.ndarray, q: int) -> tuple[np.ndarray, np.ndar
     as $\log\sum_{t\ne\alpha_i}e^{a_{it}}-\log\sum_te^{a_{it}}$ (``X`` (..., n, T, d), ``W`` (..., d, d))."""
     from scipy.special import logsumexp
 
-    a = np.einsum("...ntd,...de,...ne->...nt", X, W, X[..., q, :])
+    from attsvm.model import logits
+
+    a = logits(X, W, X[..., q, :])
     logs = a - logsumexp(a, axis=-1, keepdims=True)
     top = np.argmax(a, axis=-1)
     rest = np.where(np.arange(a.shape[-1]) == top[..., None], -np.inf, a)
