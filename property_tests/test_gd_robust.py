@@ -17,6 +17,7 @@ is the same up to the factor, so they agree bit for bit):
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -86,6 +87,28 @@ def test_norms_and_correlations_are_scale_safe():
     one = torch.ones(3, 1, dtype=torch.float64)
     big = ldexp(one, torch.tensor([1023, 1024, -1074]))
     assert big[0, 0] == 2.0**1023 and big[1, 0] == np.inf and big[2, 0] == 2.0**-1074
+
+
+def test_power_of_two_table_is_every_power_exactly():
+    """pow2 (a table lookup) against math.ldexp, independently, for every exponent of float64 and float32 and
+    beyond (clamped): 2^e exactly, subnormal powers included; normalise's scaling is exact (Fractions)."""
+    from fractions import Fraction
+
+    from attsvm.gd.numerics import pow2
+
+    e = torch.arange(-1200, 1100, dtype=torch.int64)
+    got = pow2(e, torch.float64).tolist()
+    want = [math.ldexp(1.0, min(max(k, -1074), 1023)) for k in e.tolist()]
+    assert got == want
+    e32 = torch.arange(-200, 200, dtype=torch.int64)
+    want32 = np.array([math.ldexp(1.0, min(max(k, -149), 127)) for k in e32.tolist()], dtype=np.float32)
+    np.testing.assert_array_equal(pow2(e32, torch.float32).numpy(), want32)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((6, 7)) * np.array([1e-310, 1e-200, 1.0, 1e200, 1e307, 3e-323])[:, None]
+    xh, ex = normalise(torch.tensor(x))
+    for row, hrow, k in zip(x, xh.numpy(), ex.tolist()):
+        assert all(Fraction(float(h)) * Fraction(2) ** k == Fraction(float(v)) for h, v in zip(hrow, row))
+        assert 0.5 <= np.max(np.abs(hrow)) < 1 or np.max(np.abs(row)) < 2.0**-1022
 
 
 # ---------------------------------------------------------------------- exact scale relations (engine)

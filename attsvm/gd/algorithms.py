@@ -88,6 +88,9 @@ class Problem:
     ex: torch.Tensor = field(init=False, repr=False)
     ez: torch.Tensor = field(init=False, repr=False)
     eg: torch.Tensor = field(init=False, repr=False)
+    #: ``ex + ez`` and ``eg + ex + ez``: the data's share of a gradient's binary exponent (added once, not per step)
+    exz: torch.Tensor = field(init=False, repr=False)
+    egxz: torch.Tensor = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         D = self.D
@@ -98,6 +101,8 @@ class Problem:
             self.XTs = None if D.XT is None else self.Xs.transpose(-1, -2).contiguous()
         self.Zs, self.ez = range_scaled(D.Z)
         self.gs, self.eg = range_scaled(D.gamma)
+        self.exz = self.ex + self.ez
+        self.egxz = self.eg + self.exz
 
     @property
     def fixed_scores(self) -> bool:
@@ -113,16 +118,19 @@ def W_of(th: dict[str, torch.Tensor]) -> torch.Tensor:
 
 
 def forward(P: Problem, th: dict[str, torch.Tensor]):
-    """Return ``(log s, u, effective scores, parts)`` at $\\theta$: (B,N,T), (B,N), (B,N,T) and the
-    :func:`~attsvm.gd.model_torch.log_softmax_parts` pieces ``(e, log Z, t1)``."""
+    """Return ``(log s, u, effective scores, parts, W)`` at $\\theta$: (B,N,T), (B,N), (B,N,T), the
+    :func:`~attsvm.gd.model_torch.log_softmax_parts` pieces ``(e, log Z, t1)`` and the attention matrix
+    :func:`W_of` (B,d,d) it used (formed once per step, also for the records and the ``target_corr`` rule;
+    ``None`` for ``p`` / ``vp``)."""
     D = P.D
-    a = logits_p(D.X, th["p"]) if P.param in ("p", "vp") else logits_W(D.X, W_of(th), D.Z, D.XT)
+    W = None if P.param in ("p", "vp") else W_of(th)
+    a = logits_p(D.X, th["p"]) if W is None else logits_W(D.X, W, D.Z, D.XT)
     logs, e, lz, top = log_softmax_parts(a, D.mask)
     s = e * torch.exp(-lz)
     if P.fixed_scores:
-        return logs, (s * D.gamma).sum(-1), D.gamma, (e, lz, top)
+        return logs, (s * D.gamma).sum(-1), D.gamma, (e, lz, top), W
     u, ghat = head_outputs(D.X, D.Y, th.get("v", D.v), s, P.head)
-    return logs, u, ghat, (e, lz, top)
+    return logs, u, ghat, (e, lz, top), W
 
 
 def scaled_gradients(P: Problem, th: dict[str, torch.Tensor], fw, log_domain: bool):
@@ -130,7 +138,7 @@ def scaled_gradients(P: Problem, th: dict[str, torch.Tensor], fw, log_domain: bo
     $\max|\hat G_k|\in[\tfrac12,1)$ (or $\hat G_k=0$); ``M`` (B,) float log-scales (0 in the plain mode),
     ``E`` (B,) int64 binary exponents (module docstring). In the log domain
     $\nabla_v\mathcal L=-\frac{e^{M_v}}N\sum_ie^{\log|\ell'_i|-M_v}Y_iX_i^\top s_i$, $M_v=\max_i\log|\ell'_i|$."""
-    logs, u, ghat, parts = fw
+    logs, u, ghat, parts = fw[:4]
     D = P.D
     if log_domain:
         gs, ew = (P.gs, P.eg) if P.fixed_scores else normalise(ghat)
@@ -141,18 +149,25 @@ def scaled_gradients(P: Problem, th: dict[str, torch.Tensor], fw, log_domain: bo
         M = torch.zeros(D.B, dtype=D.X.dtype, device=D.X.device)
     if P.param in ("W", "KQ", "diag"):
         G, eG = normalise(grad_from_weights_W(w, P.Xs, P.Zs, P.XTs))
-        E = ew + P.ex + P.ez + eG
+        # the exponent ew + ex + ez + eG (integers: the data's part is added once, Problem.exz / egxz)
+        E = (P.egxz if gs is P.gs else ew + P.exz) + eG
         if P.param == "W":
             return {"W": G}, {"W": M}, {"W": E}
+        B = G.shape[0]
+        # both factor gradients in one (2B, ...) buffer, normalised together (row by row: the same numbers)
         if P.param == "diag":  # diag(G) (.) q and diag(G) (.) k: |entries| < max|q|, max|k| (representable)
             gd = torch.diagonal(G, dim1=-2, dim2=-1)
-            gk, e1 = normalise(gd * th["q"])
-            gq, e2 = normalise(gd * th["k"])
-            return {"k": gk, "q": gq}, {"k": M, "q": M}, {"k": E + e1, "q": E + e2}
+            both = torch.empty((2 * B, *th["q"].shape[1:]), dtype=G.dtype, device=G.device)
+            torch.mul(gd, th["q"], out=both[:B])
+            torch.mul(gd, th["k"], out=both[B:])
+            g2, e2 = normalise(both)
+            return {"k": g2[:B], "q": g2[B:]}, {"k": M, "q": M}, {"k": E + e2[:B], "q": E + e2[B:]}
         # |G Q| <= d max|Q| (max|G| < 1): representable, as check_ranges bounds d ||K||, d ||Q||
-        gK, e1 = normalise(torch.matmul(G, th["Q"]))
-        gQ, e2 = normalise(torch.matmul(G.transpose(-1, -2), th["K"]))
-        return {"K": gK, "Q": gQ}, {"K": M, "Q": M}, {"K": E + e1, "Q": E + e2}
+        both = torch.empty((2 * B, *th["Q"].shape[1:]), dtype=G.dtype, device=G.device)
+        torch.matmul(G, th["Q"], out=both[:B])
+        torch.matmul(G.transpose(-1, -2), th["K"], out=both[B:])
+        g2, e2 = normalise(both)
+        return {"K": g2[:B], "Q": g2[B:]}, {"K": M, "Q": M}, {"K": E + e2[:B], "Q": E + e2[B:]}
     gp, ep = normalise(grad_from_weights_p(w, P.Xs))
     Ep = ew + P.ex + ep
     if P.param == "p":
@@ -214,11 +229,16 @@ class Settings:
     adam_eps: float = 0.0
 
 
-def log_scaled(G, M, E, th: dict[str, torch.Tensor], ridge: float) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+def log_scaled(
+    G, M, E, th: dict[str, torch.Tensor], ridge: float, scales: bool = True
+) -> dict[str, tuple[torch.Tensor, torch.Tensor | None]]:
     r"""Per factor $(\hat g_k, L_k)$ with $g_k=\nabla_k\mathcal L+2\lambda\theta_k=e^{L_k}\hat g_k$ and
     $\max|\hat g_k|\in[\tfrac12,1)$ (or $\hat g_k=0$): the ridge is folded in as
     $e^{L-c}\hat G+e^{L_\lambda-c}\hat\theta$, $L=M+E\log2$, $L_\lambda=\log2\lambda+e_\theta\log2$,
-    $c=\max(L,L_\lambda)$, so nothing overflows or underflows."""
+    $c=\max(L,L_\lambda)$, so nothing overflows or underflows. ``scales=False`` (no ridge, and a step that only
+    needs the direction $\hat g_k$): $L_k$ is not formed (``None``)."""
+    if not scales and ridge == 0:
+        return {k: (g, None) for k, g in G.items()}
     ln2 = math.log(2.0)
     lam = math.log(2.0 * ridge) if ridge > 0 else None
     out = {}
@@ -237,12 +257,12 @@ def log_scaled(G, M, E, th: dict[str, torch.Tensor], ridge: float) -> dict[str, 
 def unit_step(D: torch.Tensor, den: torch.Tensor, lr: torch.Tensor, live: torch.Tensor) -> torch.Tensor:
     r"""The step $(\eta/\mathrm{den})\,D$ per data set where ``live``, and exactly 0 elsewhere (a zero gradient takes
     no step: never $0/0$, nor $\eta/\text{tiny}=\infty$ times 0)."""
-    fac = torch.where(live, lr / den.clamp(min=torch.finfo(D.dtype).tiny), torch.zeros_like(den))
+    fac = torch.where(live, lr / den.clamp(min=torch.finfo(D.dtype).tiny), 0.0)
     return _bshape(fac, D) * D
 
 
 def normalised_steps(
-    parts: dict[str, tuple[torch.Tensor, torch.Tensor]], lr: torch.Tensor, normalize: str, grad_eps: float
+    parts: dict[str, tuple[torch.Tensor, torch.Tensor | None]], lr: torch.Tensor, normalize: str, grad_eps: float
 ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
     r"""The steps $\eta\,g_k/(\|g_k\|+\epsilon)$ (per factor) or $\eta\,g_k/(\|g\|+\epsilon)$ (joint) from
     the :func:`log_scaled` parts, and the (B,) flag "every factor's gradient is exactly zero".
@@ -294,7 +314,7 @@ def step_size(lr: torch.Tensor, k: int, schedule: str) -> torch.Tensor:
 
 
 def steepest_steps(
-    parts: dict[str, tuple[torch.Tensor, torch.Tensor]], lr: torch.Tensor, norm: str, q: float | None
+    parts: dict[str, tuple[torch.Tensor, torch.Tensor | None]], lr: torch.Tensor, norm: str, q: float | None
 ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
     r"""Per factor the ``nsd`` step $\eta\,\Delta_k$, $\Delta_k$ the steepest direction of the :func:`log_scaled`
     gradient in ``norm`` (:func:`~attsvm.gd.steepest.direction_parts`, $\Delta=D/\mathrm{den}$, formed as
@@ -311,7 +331,7 @@ def steepest_steps(
 
 
 def mirror_normalised_steps(
-    parts: dict[str, tuple[torch.Tensor, torch.Tensor]], lr: torch.Tensor, q: float
+    parts: dict[str, tuple[torch.Tensor, torch.Tensor | None]], lr: torch.Tensor, q: float
 ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
     r"""Per factor the ``nmd`` dual step $\eta\,g/\|g\|_{q^*}$, $q^*=q/(q-1)$ (the :func:`log_scaled` gradient;
     scale-free, :func:`~attsvm.gd.numerics.lp_norm`), and the (B,) flag "every factor's gradient is exactly zero"."""
@@ -423,12 +443,13 @@ def step(
     algo, ridge, q = S.algo, S.ridge, S.q
     lr = step_size(lr, k, S.schedule)
     G, M, E = scaled_gradients(P, th, fw, log_domain=(algo not in ("gd", "md")))
-    if algo == "ngd":
-        steps, zero = normalised_steps(log_scaled(G, M, E, th, ridge), lr, S.normalize, S.grad_eps)
+    if algo == "ngd":  # the log-scales only enter through the ridge, the normaliser's epsilon or a joint norm
+        scales = S.grad_eps > 0 or (S.normalize == "joint" and len(G) > 1)
+        steps, zero = normalised_steps(log_scaled(G, M, E, th, ridge, scales), lr, S.normalize, S.grad_eps)
         return {k_: th[k_] - s for k_, s in steps.items()}, None, zero
     if algo == "nsd":
         assert S.norm is not None
-        steps, zero = steepest_steps(log_scaled(G, M, E, th, ridge), lr, S.norm, q)
+        steps, zero = steepest_steps(log_scaled(G, M, E, th, ridge, scales=False), lr, S.norm, q)
         return {k_: th[k_] - s for k_, s in steps.items()}, None, zero
     if algo == "adam":
         assert state is not None
@@ -436,7 +457,7 @@ def step(
         return {k_: th[k_] - s for k_, s in steps.items()}, new_state, zero
     if algo == "nmd":
         assert state is not None and q is not None
-        steps, zero = mirror_normalised_steps(log_scaled(G, M, E, th, ridge), lr, q)
+        steps, zero = mirror_normalised_steps(log_scaled(G, M, E, th, ridge, scales=False), lr, q)
         moved = {k_: state[k_] - s for k_, s in steps.items()}
         return {k_: primal_of_dual(Dk, q) for k_, Dk in moved.items()}, moved, zero
     if ridge > 0:

@@ -478,8 +478,10 @@ def _run(
     th = {k: torch.as_tensor(a, dtype=dt, device=dev) for k, a in th0.items()}
     state = initial_state(settings, th)  # md / nmd: the dual iterate; adam: the moments
 
-    def primary(th_):
-        return th_["p"] if param in ("p", "vp") else W_of(th_)
+    def primary(th_, fw_=None):  # the forward pass's W when it has one (KQ / diag: not formed twice)
+        if param in ("p", "vp"):
+            return th_["p"]
+        return W_of(th_) if fw_ is None else fw_[4]
 
     rec = None
     if record_every is not None:
@@ -519,9 +521,9 @@ def _run(
         if progress is not None:
             progress(k, steps)
         if rec is not None and rec.due(k):
-            rec.add(k, _summary(P, th, fw, primary(th), tg, record_params))
+            rec.add(k, _summary(P, th, fw, primary(th, fw), tg, record_params))
         if thr is not None:
-            hit = corr_t(primary(th), tg[first]) >= thr
+            hit = corr_t(primary(th, fw), tg[first]) >= thr
             if bool((hit & active).any()):
                 stop(hit, 2)
         if k == steps or not (everyone or bool(active.any())):

@@ -52,6 +52,7 @@ __all__ = [
     "max_exponent",
     "normalise",
     "pow2",
+    "pow2_bits",
     "range_scaled",
     "representable_limit",
     "step_bound",
@@ -67,15 +68,32 @@ def _exp_range(dtype: torch.dtype) -> tuple[int, int]:
     return (-1022, 1023) if dtype == torch.float64 else (-126, 127)
 
 
-def pow2(e: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+def pow2_bits(e: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     r"""$2^{e}$ exactly for an int64 tensor ``e``, built from its bits: normal powers for $e\ge e_{\min}$, subnormal
-    ones down to $2^{e_{\min}-p+1}$ ($2^{-1074}$ in float64); ``e`` is clamped to that range."""
+    ones down to $2^{e_{\min}-p+1}$ ($2^{-1074}$ in float64); ``e`` is clamped to that range. The definition
+    behind the table of :func:`pow2`."""
     lo, hi = _exp_range(dtype)
     mant = 52 if dtype == torch.float64 else 23
     sub = torch.ones_like(e) << (e - (lo - mant)).clamp(0, mant - 1)  # 2^e for lo - mant <= e < lo
     if dtype == torch.float64:
         return torch.where(e >= lo, (e.clamp(lo, hi) + 1023) << 52, sub).view(torch.float64)
     return torch.where(e >= lo, (e.clamp(lo, hi) + 127) << 23, sub).to(torch.int32).view(torch.float32)
+
+
+_POW2: dict[tuple[torch.dtype, torch.device], torch.Tensor] = {}
+
+
+def pow2(e: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    r"""$2^{e}$ exactly for an integer tensor ``e`` (clamped to $[e_{\min}-p+1,e_{\max}]$, subnormal powers
+    included): a lookup in the table of every power of two of ``dtype`` on ``e``'s device, built once by
+    :func:`pow2_bits` (2098 entries in float64) — two operations instead of ten, the same bits."""
+    lo, hi = _exp_range(dtype)
+    first = lo - (52 if dtype == torch.float64 else 23)
+    key = (dtype, e.device)
+    table = _POW2.get(key)
+    if table is None:
+        table = _POW2[key] = pow2_bits(torch.arange(first, hi + 1, dtype=torch.int64, device=e.device), dtype)
+    return table[(e - first).clamp_(0, hi - first)]
 
 
 def _bview(e: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
@@ -97,7 +115,8 @@ def ldexp(x: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
 
 
 def max_exponent(x: torch.Tensor) -> torch.Tensor:
-    r"""$e_b$ (B,) int64 with $\max|x_b|=f\,2^{e_b}$, $f\in[\tfrac12,1)$ ($0$ for an all-zero $x_b$)."""
+    r"""$e_b$ (B,) int64 with $\max|x_b|=f\,2^{e_b}$, $f\in[\tfrac12,1)$ ($0$ for an all-zero $x_b$). (``abs`` then
+    ``amax``: ``vector_norm(ord=inf)`` gives the same value but takes 8x longer on CPU.)"""
     m = x.abs().flatten(1).amax(-1)
     return torch.frexp(m)[1].to(torch.int64)
 
@@ -107,8 +126,12 @@ def normalise(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     $\ge2^{-52}$); one exact multiplication."""
     lo, hi = _exp_range(x.dtype)
     mant = 52 if x.dtype == torch.float64 else 23
-    e = max_exponent(x).clamp(-hi, mant - lo)  # 2^-e: a normal or subnormal power (exact); subnormal max: 2^-lo
-    return x * _bview(pow2(-e, x.dtype), x), e
+    e = max_exponent(x).clamp_(-hi, mant - lo)  # 2^-e: a normal or subnormal power (exact); subnormal max: 2^-lo
+    table = _POW2.get((x.dtype, x.device))
+    if table is None:  # pow2 builds the table of every power of two (entry j is 2^(first + j))
+        return x * _bview(pow2(-e, x.dtype), x), e
+    first = lo - mant
+    return x * _bview(table[torch.sub(-first, e)], x), e  # -e lies in the table: no clamp
 
 
 def fro_norm(x: torch.Tensor) -> torch.Tensor:

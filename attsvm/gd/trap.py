@@ -25,7 +25,6 @@ import numpy as np
 
 from ..data import Dataset
 from ..model import corr
-from ..svm.frobenius import wmm
 
 
 @dataclass
@@ -65,12 +64,16 @@ def _rest(ds: Dataset, wrong) -> np.ndarray | None:
     keep = np.setdiff1d(np.arange(ds.n), wrong)
     if keep.size == 0:
         return None
+    from ..svm.frobenius import wmm  # the solvers load on first use (start-up of `import attsvm.gd`)
+
     return wmm(Dataset(ds.X[keep], ds.Y[keep], ds.Z[keep], ds.v, alpha=ds.opt[keep]))
 
 
 def trap_analysis(ds: Dataset, W: np.ndarray, log_s: np.ndarray) -> Trap:
     """:class:`Trap` of one (cross-attention) data set at iterate ``W`` with log-softmax ``log_s`` (n,T)."""
     wrong = [int(i) for i in np.nonzero(np.argmax(log_s, axis=-1) != ds.opt)[0]]
+    from ..svm.frobenius import wmm
+
     Wmm = wmm(ds.with_alpha(None) if ds.alpha is not None else ds)
     cg = float(corr(W, Wmm)) if Wmm is not None else float("nan")
     if not wrong:
