@@ -20,6 +20,7 @@ visible) excludes tokens (causal attention); masked tokens get probability exact
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -51,12 +52,13 @@ def loss_derivative(u: np.ndarray, loss: str = "logistic") -> np.ndarray:
     raise ValueError(f"unknown loss {loss!r}; expected one of {LOSSES}")
 
 
-def loss_constants(loss: str, u_bound: float) -> tuple[float, float]:
-    r"""Assumption A constants $(M_0, M_1)$ on $|u|\le$ ``u_bound``: $|\ell'|\le M_1$, $\ell'$ is $M_0$-Lipschitz."""
+def loss_constants(loss: str, u_bound: Any) -> tuple[Any, Any]:
+    r"""Assumption A constants $(M_0, M_1)$ on $|u|\le$ ``u_bound``: $|\ell'|\le M_1$, $\ell'$ is $M_0$-Lipschitz
+    (``u_bound`` a number, or an array of bounds, one per data set of a batch: arrays of constants)."""
     if loss == "logistic":
         return 0.25, 1.0
     if loss == "exponential":
-        e = float(np.exp(u_bound))
+        e = np.exp(u_bound) if np.ndim(u_bound) else float(np.exp(u_bound))
         return e, e
     if loss == "correlation":
         return 0.0, 1.0
@@ -196,8 +198,9 @@ def smoothness_constant(data: Dataset | Arrays, loss: str = "logistic") -> np.nd
     Xs = np.linalg.norm(A.X, ord=2, axis=(-2, -1))
     z2 = np.sum(A.Z**2, axis=-1)
     nv = np.linalg.norm(A.v, axis=-1)
-    ub = float(np.max(np.abs(scores(A.X, A.Y, A.v))))
+    ub = np.max(np.abs(scores(A.X, A.Y, A.v)), axis=(-2, -1))  # per data set: a batch's runs stay independent
     M0, M1 = loss_constants(loss, ub)
+    M0, M1 = np.asarray(M0)[..., None], np.asarray(M1)[..., None]
     per = M0 * nv[..., None] ** 2 * z2 * Xs**4 + 3 * M1 * nv[..., None] * z2 * Xs**3
     return np.mean(per, axis=-1)
 

@@ -143,13 +143,21 @@ def log_softmax_parts(a: torch.Tensor, mask: torch.Tensor | None = None):
     return sh - lz, e, lz, top
 
 
+def softplus_t(x: torch.Tensor) -> torch.Tensor:
+    r"""$\log(1+e^{x})=\max(x,0)+\log(1+e^{-|x|})$, exact to rounding for every $x$ (no overflow), from ``exp`` and
+    ``log1p``, whose CPU kernels give an entry the same bits wherever it sits in a tensor. (``torch.logaddexp``
+    and ``torch.nn.functional.softplus`` round the vectorised body and the scalar tail of a tensor differently,
+    so a run's numbers would depend on its position in a batch, and a split batch would differ in the last bit.)"""
+    return torch.log1p(torch.exp(-x.abs())).add_(x.clamp(min=0.0))
+
+
 def loss_value_t(u: torch.Tensor, loss: str = "logistic") -> torch.Tensor:
-    r"""$\ell(u)$: logistic $\log(1+e^{-u})$ (via logaddexp), exponential $e^{-u}$, correlation $-u$, ``nll``
-    $-\log u$ (next-token data, $u\in(0,1]$ the attention mass on the label)."""
+    r"""$\ell(u)$: logistic $\log(1+e^{-u})$ (:func:`softplus_t` of $-u$), exponential $e^{-u}$, correlation $-u$,
+    ``nll`` $-\log u$ (next-token data, $u\in(0,1]$ the attention mass on the label)."""
     if loss == "nll":
         return -torch.log(u)
     if loss == "logistic":
-        return torch.logaddexp(torch.zeros_like(u), -u)
+        return softplus_t(-u)
     if loss == "exponential":
         return torch.exp(-u)
     if loss == "correlation":
@@ -158,11 +166,12 @@ def loss_value_t(u: torch.Tensor, loss: str = "logistic") -> torch.Tensor:
 
 
 def log_neg_loss_derivative_t(u: torch.Tensor, loss: str = "logistic") -> torch.Tensor:
-    r"""$\log|\ell'(u)|$: logistic $-\mathrm{logaddexp}(0,u)$, exponential $-u$, correlation $0$, ``nll`` $-\log u$."""
+    r"""$\log|\ell'(u)|$: logistic $-\log(1+e^{u})$ (:func:`softplus_t`), exponential $-u$, correlation $0$, ``nll``
+    $-\log u$."""
     if loss == "nll":
         return -torch.log(u)
     if loss == "logistic":
-        return -torch.logaddexp(torch.zeros_like(u), u)
+        return softplus_t(u).neg_()
     if loss == "exponential":
         return -u
     if loss == "correlation":
