@@ -541,3 +541,21 @@ def save(ds: Dataset | NTPData, path: str | os.PathLike) -> Path:
     with outputs.atomic(p, "wb") as fh:
         np.savez(fh, **{k: np.asarray(v) for k, v in d.items()})
     return p
+
+
+def subset(ds: Dataset | NTPData, idx: Any) -> Dataset | NTPData:
+    r"""The sub-batch $(\mathtt{ds}_b)_{b\in\mathtt{idx}}$ of a batched data set, in the order of ``idx`` (an index
+    array, a boolean mask of length B or a slice): a batch again (also of one), of the same kind, query index,
+    selection (a given ``alpha`` is kept) and, for next-token data (:class:`attsvm.ntp.NTPData`), the same
+    ``query_visible``. ``subset(ds, slice(a, b))`` is a shard of :func:`attsvm.gd.shards.run_sharded`."""
+    if not getattr(ds, "batched", False):
+        raise InputError("subset takes a batch (leading axis B); index a single data set's arrays instead")
+    if not isinstance(idx, slice):
+        idx = np.asarray(idx)
+        if idx.ndim != 1:
+            raise InputError(f"subset: the index must be one-dimensional, got shape {idx.shape}")
+    if ds.kind == "ntp":
+        return type(ds)(ds.E[idx], ds.tokens[idx], ds.labels[idx], ds.query_visible)
+    pick = lambda a: None if a is None else a[idx]  # noqa: E731
+    Z = None if ds.kind in ("self", "causal") else ds.Z[idx]
+    return Dataset(ds.X[idx], ds.Y[idx], Z, ds.v[idx], pick(ds.alpha), ds.kind, ds.query_index)

@@ -40,13 +40,11 @@ import importlib
 import json
 import os
 import platform
-import signal
 import subprocess
 import sys
-import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
@@ -55,7 +53,9 @@ from typing import Any
 import numpy as np
 
 from . import figures, outputs
+from .data import subset
 from .errors import InputError
+from .pool import Pool, usable_cores
 from .progress import Progress
 from .serial import jsonable as _jsonable
 from .userfile import load_module
@@ -94,34 +94,6 @@ def load_spec(name: str, folder: str | os.PathLike | None = None) -> ModuleType:
     return mod
 
 
-# ---------------------------------------------------------------------------------------------- workers
-def ignore_sigint() -> None:
-    """Pool-worker initializer: Ctrl-C (SIGINT to the process group) is the parent's to handle, not the workers'
-    (no worker tracebacks); the parent stops the pool (:func:`worker_pool`)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
-
-
-@contextlib.contextmanager
-def worker_pool(mp_context: Any, processes: int) -> Iterator[Any]:
-    """A ``multiprocessing`` pool whose workers ignore SIGINT (:func:`ignore_sigint`), terminated on leaving the
-    block (also on ``KeyboardInterrupt``). SIGINT is blocked while the workers start, so that a Ctrl-C in that
-    moment waits for the parent (it is not lost) and never reaches a worker before it ignores it."""
-    block = hasattr(signal, "pthread_sigmask") and threading.current_thread() is threading.main_thread()
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT]) if block else None
-    try:
-        pool = mp_context.Pool(processes, initializer=ignore_sigint)
-    finally:
-        if block:
-            signal.pthread_sigmask(signal.SIG_SETMASK, old)
-    try:
-        yield pool
-    finally:
-        pool.terminate()
-        pool.join()
-
-
 # ---------------------------------------------------------------------------------------------- context
 @dataclass
 class Context:
@@ -136,6 +108,7 @@ class Context:
     workers: int = 1
     errors: dict[str, list[str]] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)  # the spec's OPTIONS, resolved (resolve_options)
+    pool: Pool | None = None  # the workers of the run (reproduce); ``workers`` is its size
 
     @property
     def seeds(self) -> int:
@@ -153,28 +126,36 @@ class Context:
     def map(
         self, fn: Callable[[Any], Any], items: Sequence[Any], stage: str, min_items: int | None = None
     ) -> list[Any]:
-        """``[fn(x) for x in items]`` with progress, on ``workers`` processes when there are at least
-        ``min_items`` items (default ``4 * workers``).
+        """``[fn(x) for x in items]`` with progress, on the run's :class:`~attsvm.pool.Pool` (``pool``).
+
+        Local processes are used when there are at least ``min_items`` items (default ``4 * workers``; fewer run
+        here, in a loop); a cluster gets every item. The results are in the order of ``items`` whatever the
+        backend (:meth:`attsvm.pool.Pool.map`): the same numbers serially, on processes and on a cluster.
+        Without a ``pool`` (a ``Context`` built by hand) a pool of ``workers`` local processes serves this call.
 
         ``fn`` must be importable by name in a fresh process (a function of :mod:`attsvm`, not of a spec)."""
         items = list(items)
-        out: list[Any] = []
-        if self.workers > 1 and len(items) >= (4 * self.workers if min_items is None else min_items):
-            import multiprocessing as mp
+        done = [0]
 
-            cuda_live = "torch" in sys.modules and sys.modules["torch"].cuda.is_initialized()
-            fork_ok = "fork" in mp.get_all_start_methods() and not cuda_live  # never fork a CUDA process
-            ctx = mp.get_context("fork" if fork_ok else "spawn")
-            chunk = max(1, len(items) // (8 * self.workers))
-            with worker_pool(ctx, self.workers) as pool:
-                for r in pool.imap(fn, items, chunksize=chunk):
-                    out.append(r)
-                    self.progress.update(stage, len(out), len(items))
+        def tick(i: int, r: Any) -> None:
+            done[0] += 1
+            self.progress.update(stage, done[0], len(items))
+
+        pool = self.pool
+        if pool is None or pool.kind != "dask":
+            threshold = 4 * self.workers if min_items is None else min_items
+            if self.workers <= 1 or len(items) < threshold:
+                pool = None
+            elif pool is None:
+                with Pool(self.workers) as own:
+                    return own.map(fn, items, on_result=tick)
+        if pool is None:
+            out = []
+            for i, x in enumerate(items):
+                out.append(fn(x))
+                tick(i, out[-1])
             return out
-        for x in items:
-            out.append(fn(x))
-            self.progress.update(stage, len(out), len(items))
-        return out
+        return pool.map(fn, items, on_result=tick)
 
 
 # ---------------------------------------------------------------------------------------------- options
@@ -416,6 +397,9 @@ def manifest(
         else None,
         "device": device_info(ctx.device),
         "workers": ctx.workers,
+        "pool": ctx.pool.describe()
+        if ctx.pool is not None
+        else {"kind": "serial" if ctx.workers == 1 else "processes", "size": ctx.workers},
         "dtype": "float64",
         "git": git_revision(),
         "python": sys.version.split()[0],
@@ -549,6 +533,17 @@ def caption_text(
     return f"**{title}.** {body}\n\nRun: {kind}: {run}{opts}.\n"
 
 
+def experiment_pool(workers: int | str | None = None, cluster: str | None = None) -> Pool:
+    """The :class:`~attsvm.pool.Pool` of a reproduction (not yet entered): the Dask ``cluster`` when given,
+    else ``workers`` local processes (:func:`attsvm.pool.workers_of`; default ``min(2, cores)``). Giving both
+    is bad input (``--cluster local:N`` is the way to size a local cluster)."""
+    if cluster is not None and workers is not None:
+        raise InputError("-n/--workers and --cluster exclude each other (--cluster local:N: N local workers)")
+    if cluster is None and workers is None:
+        workers = min(2, usable_cores())
+    return Pool(workers, cluster)
+
+
 def reproduce(
     name: str,
     out: str | os.PathLike,
@@ -557,16 +552,25 @@ def reproduce(
     seeds: int | None = None,
     device: str = "cpu",
     progress: bool = True,
-    workers: int | None = None,
+    workers: int | str | None = None,
     folder: str | os.PathLike | None = None,
     argv: Sequence[str] | None = None,
     formats: str | Iterable[str] = figures.DEFAULT_FORMATS,
     dpi: int = figures.DEFAULT_DPI,
     options: dict[str, Any] | None = None,
+    cluster: str | None = None,
+    pool: Pool | None = None,
 ) -> Report:
     """Run experiment ``name`` and write its files (:func:`output_files`) into ``out``: the figure in each of
     ``formats`` (PNG at ``dpi``), ``NAME.caption.md``, ``NAME.json``, ``NAME.manifest.json``. ``options``
     sets options the spec declares (its ``OPTIONS``; :func:`resolve_options`: text or typed values).
+
+    The run's parallel stages (:meth:`Context.map`, :func:`call_each`, :func:`gd_runs`, :func:`fro_batch`) go to
+    ``pool`` (an entered :class:`~attsvm.pool.Pool`, e.g. one for several experiments), else to a pool made for
+    this run: ``workers`` local processes (:func:`attsvm.pool.workers_of`: a number or ``"auto"``; default
+    ``min(2, cores)``) or the Dask ``cluster`` (:func:`attsvm.pool.check_cluster`; not together with
+    ``workers``). ``NAME.json`` is the same on every backend of the same size (every task is seeded by its
+    inputs and the results are merged in order); the manifest records the backend (``pool``).
 
     The arguments, options and output paths are checked before the run (:func:`check_outputs`); the files are written
     all or none (:func:`attsvm.outputs.transaction`): a failure or Ctrl-C leaves no new file and no temporary
@@ -579,34 +583,39 @@ def reproduce(
     path = discover(folder)[name]
     opts = resolve_options(mod, name, options)
     check_outputs([name], out, formats=formats)
+    size = sizes_of(mod, smoke, seeds)
+    own = None if pool is not None else experiment_pool(workers, cluster)
     if str(device).startswith("cuda"):
         import torch
 
         if not torch.cuda.is_available():
             raise InputError("--device cuda requested but no CUDA device is available")
-    nworkers = workers if workers is not None else min(2, os.cpu_count() or 1)
-    ctx = Context(
-        name=name,
-        size=sizes_of(mod, smoke, seeds),
-        smoke=smoke,
-        device=str(device),
-        progress=Progress(name, enabled=progress),
-        workers=max(1, nworkers),
-        options=opts,
-    )
     import torch
 
     threads = torch.get_num_threads()
-    if ctx.device.startswith("cpu"):
-        torch.set_num_threads(1)  # tiny tensors: one thread per process, the cores go to parallel runs
-    t0 = time.perf_counter()
-    try:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
-            result = mod.run(ctx)
-    finally:
-        torch.set_num_threads(threads)
-    wall = time.perf_counter() - t0
+    with contextlib.ExitStack() as stack:
+        if own is not None:
+            pool = stack.enter_context(own)
+        ctx = Context(
+            name=name,
+            size=size,
+            smoke=smoke,
+            device=str(device),
+            progress=Progress(name, enabled=progress),
+            workers=pool.size,
+            options=opts,
+            pool=pool,
+        )
+        if ctx.device.startswith("cpu"):
+            torch.set_num_threads(1)  # tiny tensors: one thread per process, the cores go to parallel runs
+        t0 = time.perf_counter()
+        try:
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+                result = mod.run(ctx)
+        finally:
+            torch.set_num_threads(threads)
+        wall = time.perf_counter() - t0
     result = jsonable(result)
     if spec_options(mod):  # the options run, in the settings of NAME.json
         settings = result.get("settings")
@@ -689,18 +698,37 @@ def call_each(ctx: Context, dotted: str, jobs: Sequence[tuple[tuple, dict]], sta
     return out
 
 
+GD_SHARD_ROWS = 1024  # gd_runs: a job's batch with more data sets runs as shards of at most this many
+
+
 def gd_runs(ctx: Context, jobs: Sequence[dict[str, Any]], stage: str) -> list[Any]:
-    """Several :func:`attsvm.gd.run` calls (``{"ds": ..., **kwargs}`` each), one per worker process at a time.
+    """Several :func:`attsvm.gd.run` calls (``{"ds": ..., **kwargs}`` each) on the run's pool, one result per job.
 
     Each run is batched over its data sets already; running independent runs side by side uses the cores
-    that single-threaded torch leaves idle. ``device`` defaults to ``ctx.device``."""
-    work = [
-        ("attsvm.gd:run", (j["ds"],), {"device": ctx.device, **{k: v for k, v in j.items() if k != "ds"}}) for j in jobs
-    ]
+    that single-threaded torch leaves idle. A job of more than :data:`GD_SHARD_ROWS` data sets is cut into
+    shards of consecutive data sets (:func:`attsvm.gd.shards.plan`: as many as that takes, a number that
+    depends on the batch alone, never on the pool, so every backend runs the same shards) and merged back
+    (:func:`attsvm.gd.shards.combine`), so that a large sweep keeps every worker busy. ``device`` defaults to
+    ``ctx.device``; on CUDA the runs stay in this process."""
+    from .gd.shards import combine, plan
+
+    groups, work = [], []
+    for j in jobs:
+        ds, kw = j["ds"], {"device": ctx.device, **{k: v for k, v in j.items() if k != "ds"}}
+        B = ds.batch_size if ds.batched else 1
+        pieces = plan(ds, -(-B // GD_SHARD_ROWS), **kw) if B > GD_SHARD_ROWS else [(ds, kw)]
+        groups.append(pieces)
+        work += [("attsvm.gd:run", (shard,), skw) for shard, skw in pieces]
     with ctx.timed(stage):
         if str(ctx.device).startswith("cuda"):
-            return [_call_job(w) for w in work]
-        return ctx.map(_call_job, work, stage, min_items=2)
+            out = [_call_job(w) for w in work]
+        else:
+            out = ctx.map(_call_job, work, stage, min_items=2)
+    results, i = [], 0
+    for pieces in groups:
+        results.append(combine(out[i : i + len(pieces)], pieces))
+        i += len(pieces)
+    return results
 
 
 def _fro_chunk(ds) -> tuple[np.ndarray, np.ndarray, list[str]]:
@@ -740,15 +768,6 @@ def fro_batch(ctx: Context, ds, stage: str) -> tuple[np.ndarray, np.ndarray]:
         ctx.errors.setdefault(stage, []).extend(errs)
         ctx.progress.note(f"{stage}: {len(errs)} solver failure(s), e.g. {errs[0]}")
     return np.concatenate([r[0] for r in res]), np.concatenate([r[1] for r in res])
-
-
-def subset(ds, idx: np.ndarray):
-    """The sub-batch ``idx`` of a batched data set (same kind and selection)."""
-    from .data import Dataset
-
-    pick = lambda a: None if a is None else a[idx]  # noqa: E731
-    Z = None if ds.kind in ("self", "causal") else ds.Z[idx]
-    return Dataset(ds.X[idx], ds.Y[idx], Z, ds.v[idx], pick(ds.alpha), ds.kind, ds.query_index)
 
 
 def solver_errors(results: Sequence[Any]) -> list[str]:

@@ -1,4 +1,4 @@
-"""Benchmarks of the batched GD engine (issue 3), printed side by side with a straightforward baseline.
+r"""Benchmarks of the batched GD engine (issue 3), printed side by side with a straightforward baseline.
 
 1. The paper's E3 setting (n=6, T=8, d=10, lr 0.1, 2000 normalised steps) for a sweep of ``--seeds`` data
    sets (default 1000) in one batched ``attsvm.gd.run`` — timed as a whole process (interpreter start,
@@ -7,6 +7,16 @@
 2. Precision: from W0 = 0 on a paper-law instance, 1e5 normalised steps; 1 - corr(W, W^mm) with W^mm from
    cvxpy + Clarabel; and a plain float64 normalised-GD loop (numpy closed form) that stalls once the
    gradient underflows to zero.
+
+The batched sweep runs two ways: one process with ``--threads`` torch threads (``attsvm.gd.run``), and sharded
+over ``--workers`` single-threaded processes of the pool (:func:`attsvm.gd.shards.run_sharded` on
+:class:`attsvm.pool.Pool`, bit-identical to the one-process run). Each line prints the speed-up over the loop and
+the achieved GFLOP/s of the engine: the arithmetic of the four contractions per step and data set,
+$4Nd(d+T)$ for $W$ (logits $x^\top Wz$ and the gradient $\sum_t\omega_tx_tz^\top$) plus $6d^2m$ for $(K,Q)$
+($KQ^\top$, $GQ$, $G^\top K$), over the engine's own wall time.
+
+3. ``--compile-probe``: one plain normalised-GD step on $W$ written as a single function, eager against
+   ``torch.compile`` (inductor, CPU): compile time and ms per step (why the engine stays eager on CPU).
 
 Run: ``python benchmarks/bench_gd.py`` (``--quick`` for a smaller smoke run).
 """
@@ -60,28 +70,90 @@ import time; t0 = time.perf_counter()
 from attsvm import generate
 from attsvm.gd import run
 ds = generate.paper_law({n}, {T}, {d}, seed=0, B={B})
-res = run(ds, param="{param}", algo="ngd", lr={lr}, steps={steps}, threads={threads})
-print(res.seconds, float(res.max_softmax.mean()))
+kw = dict(param="{param}", algo="ngd", lr={lr}, steps={steps})
+if {workers} > 1:
+    from attsvm.gd.shards import run_sharded
+    from attsvm.pool import Pool
+    with Pool(workers={workers}) as pool:
+        t1 = time.perf_counter()
+        res = run_sharded(ds, pool, **kw)
+        inner = time.perf_counter() - t1
+else:
+    res = run(ds, threads={threads}, **kw)
+    inner = res.seconds
+print(inner, float(res.max_softmax.mean()))
 """
 
 
-def batched_process(param: str, B: int, steps: int, threads: int) -> tuple[float, float]:
-    """Wall time of a whole process running the sweep, and the engine's own time inside it."""
-    code = BATCHED.format(n=N, T=T, d=D, B=B, param=param, lr=LR, steps=steps, threads=threads)
+def flops_per_step(param: str) -> int:
+    """Arithmetic of one step's contractions per data set: $4Nd(d+T)$, plus $6d^2m$ for $(K,Q)$ ($m=d$)."""
+    return 4 * N * D * (D + T) + (6 * D**3 if param == "KQ" else 0)
+
+
+def batched_process(param: str, B: int, steps: int, threads: int, workers: int) -> tuple[float, float, float]:
+    """Wall time of a whole process running the sweep, the engine's own time inside it, and a summary number
+    (the mean final max softmax: the two ways must print the same)."""
+    code = BATCHED.format(n=N, T=T, d=D, B=B, param=param, lr=LR, steps=steps, threads=threads, workers=workers)
     t0 = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
-    return time.perf_counter() - t0, float(out.split()[0])
+    inner, summary = (float(x) for x in out.split())
+    return time.perf_counter() - t0, inner, summary
 
 
-def sweep(param: str, B: int, k: int, steps: int, threads: int) -> None:
-    wall, inner = batched_process(param, B, steps, threads)
+def sweep(param: str, B: int, k: int, steps: int, threads: int, workers: int) -> None:
+    ways = [("1 process", threads, 1)] + ([(f"{workers} processes", 1, workers)] if workers > 1 else [])
+    runs = [(label, *batched_process(param, B, steps, thr, w)) for label, thr, w in ways]
     per = [baseline_run(generate.paper_law(N, T, D, seed=s), param, steps) for s in range(k)]
     base = float(np.mean(per)) * B
     print(
-        f"E3 sweep param={param:2s} B={B} steps={steps} threads={threads}:"
-        f" batched whole process {wall:7.2f} s (engine {inner:6.2f} s)"
-        f" | per-run autograd+SGD {np.mean(per) * 1e3:7.1f} ms/run x {B} = {base:8.1f} s"
-        f" | speed-up {base / wall:6.1f}x"
+        f"E3 sweep param={param:2s} B={B} steps={steps}: per-run autograd+SGD loop {np.mean(per) * 1e3:7.1f} ms/run"
+        f" (median {np.median(per) * 1e3:.1f}, {k} runs) x {B} = {base:8.1f} s"
+    )
+    for label, wall, inner, summary in runs:
+        gflops = flops_per_step(param) * B * steps / inner / 1e9
+        print(
+            f"   batched, {label:11s}: whole process {wall:7.2f} s (engine {inner:6.2f} s, {gflops:5.2f} GFLOP/s)"
+            f" | speed-up {base / wall:6.1f}x | mean final max s {summary:.15f}"
+        )
+
+
+PROBE_B = 1000
+
+
+def compile_probe(steps: int) -> None:
+    """One plain normalised-GD step on W as a single function: eager vs torch.compile (inductor, CPU)."""
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(PROBE_B, N, T, D, dtype=torch.float64, generator=g)
+    Z = torch.randn(PROBE_B, N, D, dtype=torch.float64, generator=g)
+    gam = torch.randn(PROBE_B, N, T, dtype=torch.float64, generator=g)
+
+    def one_step(W: torch.Tensor) -> torch.Tensor:
+        a = torch.matmul(X, torch.matmul(Z, W.transpose(-1, -2)).unsqueeze(-1)).squeeze(-1)
+        s = torch.softmax(a, dim=-1)
+        u = (s * gam).sum(-1)
+        w = (-torch.sigmoid(-u) / N).unsqueeze(-1) * s * (gam - u.unsqueeze(-1))
+        G = torch.matmul(torch.matmul(X.transpose(-1, -2), w.unsqueeze(-1)).squeeze(-1).transpose(-1, -2), Z)
+        return W - LR * G / torch.linalg.vector_norm(G.flatten(1), dim=-1).view(-1, 1, 1)
+
+    def per_step(f) -> float:
+        W = f(torch.zeros(PROBE_B, D, D, dtype=torch.float64))
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            W = f(W)
+        return (time.perf_counter() - t0) / steps * 1e3
+
+    eager = per_step(one_step)
+    t0 = time.perf_counter()
+    try:
+        compiled = torch.compile(one_step, dynamic=False)
+        compiled(torch.zeros(PROBE_B, D, D, dtype=torch.float64))
+    except Exception as exc:  # no C++ compiler, or inductor unsupported here
+        print(f"compile probe: torch.compile failed here ({type(exc).__name__}: {str(exc).splitlines()[0][:120]})")
+        return
+    ctime = time.perf_counter() - t0
+    print(
+        f"compile probe (B={PROBE_B}, one W step as one function, {torch.get_num_threads()} threads): eager"
+        f" {eager:.2f} ms/step; torch.compile {per_step(compiled):.2f} ms/step after {ctime:.1f} s of compilation"
     )
 
 
@@ -134,6 +206,9 @@ def main() -> int:
     ap.add_argument("--precision-steps", type=int, default=100_000)
     ap.add_argument("--precision-seed", type=int, default=1)
     ap.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
+    ap.add_argument("--workers", type=int, default=2, help="processes of the sharded sweep (1: only one process)")
+    ap.add_argument("--compile-probe", action="store_true", help="also time torch.compile on one W step")
+    ap.add_argument("--skip-precision", action="store_true", help="only the sweeps")
     ap.add_argument(
         "--threads",
         type=int,
@@ -146,8 +221,11 @@ def main() -> int:
     if a.quick:
         a.seeds, a.baseline_runs, a.precision_steps, steps = 50, 2, 10_000, 200
     for param in ("W", "KQ"):
-        sweep(param, a.seeds, a.baseline_runs, steps, a.threads)
-    precision(a.precision_steps, a.precision_seed)
+        sweep(param, a.seeds, a.baseline_runs, steps, a.threads, a.workers)
+    if a.compile_probe:
+        compile_probe(50 if a.quick else 200)
+    if not a.skip_precision:
+        precision(a.precision_steps, a.precision_seed)
     return 0
 
 

@@ -28,8 +28,8 @@ SIZES = {
 
 
 def run(ctx) -> dict:
-    from attsvm import generate, svm
-    from attsvm.experiments import call_each, corr_trajectory, gd_runs
+    from attsvm import generate
+    from attsvm.experiments import call_each, corr_trajectory, fro_batch, gd_runs
     from attsvm.tolerances import tol
 
     s = ctx.size
@@ -43,18 +43,17 @@ def run(ctx) -> dict:
     for (d, ds), r in zip(data.items(), runs):
         alpha = np.asarray(r.selection)
         opt = np.asarray(ds.opt)
-        with ctx.timed("svm fro"):
-            g = svm.solve_fro_batch(ds)
-            a = svm.solve_fro_batch(ds.with_alpha(alpha))
-        cg = np.where(g.feasible, corr_trajectory(r.W[None], np.nan_to_num(g.W))[0], np.nan)
-        ca = np.where(a.feasible, corr_trajectory(r.W[None], np.nan_to_num(a.W))[0], np.nan)
+        gW, g_ok = fro_batch(ctx, ds, "svm fro")  # on the pool (solver failures count as not feasible)
+        aW, a_ok = fro_batch(ctx, ds.with_alpha(alpha), "svm fro")
+        cg = np.where(g_ok, corr_trajectory(r.W[None], np.nan_to_num(gW))[0], np.nan)
+        ca = np.where(a_ok, corr_trajectory(r.W[None], np.nan_to_num(aW))[0], np.nan)
         is_opt = np.all(alpha == opt, axis=-1)
         loc = np.array(
             call_each(ctx, "attsvm.svm:is_locally_optimal", [((ds[b], alpha[b]), {}) for b in range(B)], f"d={d}"),
             dtype=bool,
         )
         glob = is_opt & (cg >= 1 - eps)
-        local = ~is_opt & np.asarray(a.feasible) & loc & (ca >= 1 - eps)
+        local = ~is_opt & a_ok & loc & (ca >= 1 - eps)
         rows.append(
             {
                 "d": d,
@@ -62,8 +61,8 @@ def run(ctx) -> dict:
                 "global": float(glob.mean()),
                 "local": float(local.mean()),
                 "neither": float(1 - glob.mean() - local.mean()),
-                "feasible_opt": float(np.mean(g.feasible)),
-                "feasible_final_selection": float(np.mean(a.feasible)),
+                "feasible_opt": float(np.mean(g_ok)),
+                "feasible_final_selection": float(np.mean(a_ok)),
                 "ended_on_opt": float(is_opt.mean()),
                 "stuck_runs": float(np.mean(np.any(r.stuck, axis=-1))),
             }

@@ -3,7 +3,10 @@ fro|linf|l1|spec|lq``), Adam, or (normalised) mirror descent on a data set or a 
 $\eta_0/\sqrt{k+1}$ step sizes (``--schedule``); the algorithms and their equations are listed in the epilog
 (:data:`EPILOG`, ``attsvm gd --help``) and in docs/gd.md.
 
-A batch file (leading axis B) runs all its data sets concurrently; ``--json`` prints
+A batch file (leading axis B) runs all its data sets concurrently; ``-n N`` (or ``auto``) splits it into N
+shards of consecutive data sets run on N local processes, ``--cluster SPEC`` on a Dask cluster
+(:func:`attsvm.gd.shards.run_sharded`), merged in file order: the serial output, bit for bit
+(docs/scale.md); ``--json`` prints
 ``{"runs": [{"W", "loss", "norm", "selection", "steps", "stop_reason", ...}, ...]}`` in file order
 (``K``, ``Q`` for ``--param KQ``; ``p`` (and ``v``) for the prompt parametrisations; ``trajectory``
 with ``--record-every``). Every number printed is finite (a non-finite value would be ``null``).
@@ -249,6 +252,22 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         default=1,
         help="torch CPU threads for the run; more help big batches (default: %(default)s)",
     )
+    p.add_argument(
+        "-n",
+        "--workers",
+        dest="workers",
+        default=None,
+        metavar="N|auto",
+        help="split a batch file into N shards of data sets run on N local processes, auto = the usable cores; "
+        "results merged in file order, see docs/scale.md (default: 1)",
+    )
+    p.add_argument(
+        "--cluster",
+        default=None,
+        metavar="SPEC",
+        help="run the shards on Dask: local, local:N or tcp://HOST:PORT (a running dask scheduler); needs pip "
+        "install 'attsvm[dask]'; not with -n (default: none, no cluster)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress display on stderr (default: shown after 2 s)")
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout (default: a table)")
     return p
@@ -422,10 +441,14 @@ def run(args: argparse.Namespace) -> int:
     ``--target`` solve failed, 2 (InputError) on bad input."""
     from ..data import load
     from ..errors import InputError
-    from ..gd import run as gd_run
+    from ..gd.shards import run_sharded
+    from ..pool import Pool
     from ..progress import Progress, delay_from_env
     from ..selection import parse_alpha, selection_for
 
+    if args.workers is not None and args.cluster is not None:
+        raise InputError("-n/--workers and --cluster exclude each other (--cluster local:N: N local workers)")
+    pool = Pool(args.workers, args.cluster)  # validates -n and --cluster; started below, before any work
     alpha = parse_alpha(args.alpha)
     ds = load(args.data, alpha)
     if args.steps < 0:
@@ -460,37 +483,40 @@ def run(args: argparse.Namespace) -> int:
         solver = TargetSolver(ds, SVM_OF_PARAM[args.param])
     prog = Progress("gd", enabled=not args.quiet, delay=delay_from_env(), min_interval=0.2, eta=True)
     B = ds.batch_size or 1
-    if solver is not None:
-        for b in range(B):
-            prog.update("SVM solves (target)", b, B)
-            solver.get(b, tflat[b])
-        prog.update("SVM solves (target)", B, B)
     stage = f"{B} run{'s' if B != 1 else ''}, steps"
-    res = gd_run(
-        ds,
-        param=args.param,
-        algo=args.algo,
-        lr=_lr(args.lr),
-        steps=args.steps,
-        q=args.q,
-        m=args.m,
-        ridge=args.ridge,
-        normalize=args.normalize,
-        grad_eps=args.grad_eps,
-        norm=args.norm,
-        schedule=args.schedule,
-        adam_betas=betas,
-        adam_eps=args.adam_eps,
-        loss=args.loss,
-        init=_init(args.init, args.param),
-        init_scale=args.init_scale,
-        seed=args.seed,
-        record_every=args.record_every,
-        device=args.device,
-        dtype=args.dtype,
-        threads=args.threads,
-        progress=lambda k, total: prog.update(stage, k, total),
-    )
+    with pool:  # a cluster is reached (or refused) before the SVM solves and the runs
+        if solver is not None:
+            for b in range(B):
+                prog.update("SVM solves (target)", b, B)
+                solver.get(b, tflat[b])
+            prog.update("SVM solves (target)", B, B)
+        res = run_sharded(
+            ds,
+            pool,
+            on_shard=lambda done, total: prog.update(f"{B} runs in {total} shards", done, total),
+            param=args.param,
+            algo=args.algo,
+            lr=_lr(args.lr),
+            steps=args.steps,
+            q=args.q,
+            m=args.m,
+            ridge=args.ridge,
+            normalize=args.normalize,
+            grad_eps=args.grad_eps,
+            norm=args.norm,
+            schedule=args.schedule,
+            adam_betas=betas,
+            adam_eps=args.adam_eps,
+            loss=args.loss,
+            init=_init(args.init, args.param),
+            init_scale=args.init_scale,
+            seed=args.seed,
+            record_every=args.record_every,
+            device=args.device,
+            dtype=args.dtype,
+            threads=args.threads,
+            progress=lambda k, total: prog.update(stage, k, total),
+        )
     prog.close()
     target = None
     if args.alpha is not None:

@@ -6,7 +6,8 @@ and the sizes run), ``DIR/NAME.json`` (the numbers behind it) and ``DIR/NAME.man
 device, seeds, git revision, wall time, options, the figure files with format and dpi), all or none. Exit 0 when
 the paper's qualitative claims hold on the run, 1 when a check failed, 2 on bad input (an unknown name or format,
 a ``--dpi`` outside 50..1200, a spec that does not import, an unknown option or a value it does not allow, an
-``--out`` folder that cannot be written: checked before anything runs). Ctrl-C stops the run and its worker
+``--out`` folder that cannot be written, a bad ``-n`` or ``--cluster``, an unreachable scheduler: checked before
+anything runs). Ctrl-C stops the run and its worker
 processes (``error: interrupted``, exit 130) and leaves no partial file.
 
 Options: ``--set KEY=VALUE`` (repeatable) sets an option that the experiment's spec declares (its ``OPTIONS``),
@@ -71,7 +72,21 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     )
     p.add_argument("--seeds", type=int, default=None, metavar="N", help="number of independent runs/instances")
     p.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
-    p.add_argument("--workers", type=int, default=None, help="processes for the SVM solves (default: min(2, cores))")
+    p.add_argument(
+        "-n",
+        "--workers",
+        dest="workers",
+        default=None,
+        metavar="N|auto",
+        help="local worker processes for the parallel stages, auto = the usable cores (default: min(2, cores))",
+    )
+    p.add_argument(
+        "--cluster",
+        default=None,
+        metavar="SPEC",
+        help="run the parallel stages on Dask: local, local:N (a local cluster of N workers) or tcp://HOST:PORT (a "
+        "running dask scheduler); needs pip install 'attsvm[dask]'; not with -n",
+    )
     p.add_argument("--numerics", default=None, metavar="DIR", help="folder of experiment specs (default: numerics/)")
     p.add_argument("--quiet", action="store_true", help="no progress display on stderr")
     p.add_argument("--json", action="store_true", help="print a JSON summary on stdout")
@@ -80,15 +95,22 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def run(args) -> int:
     from ..errors import InputError
-    from ..experiments import check_outputs, discover, load_spec, parse_assignments, reproduce, select_options
+    from ..experiments import (
+        check_outputs,
+        discover,
+        experiment_pool,
+        load_spec,
+        parse_assignments,
+        reproduce,
+        select_options,
+    )
     from ..figures import check_dpi, parse_formats
 
     if args.device not in ("cpu", "cuda") and not str(args.device).startswith("cuda:"):
         raise InputError(f"--device must be cpu or cuda, got {args.device!r}")
     if args.seeds is not None and args.seeds < 1:
         raise InputError(f"--seeds must be a positive integer, got {args.seeds}")
-    if args.workers is not None and args.workers < 1:
-        raise InputError(f"--workers must be a positive integer, got {args.workers}")
+    pool = experiment_pool(args.workers, args.cluster)  # validates -n and --cluster (connects later)
     formats = parse_formats(args.format)
     dpi = check_dpi(args.dpi)
     known = discover(args.numerics)
@@ -106,26 +128,28 @@ def run(args) -> int:
     options = select_options({n: load_spec(n, args.numerics) for n in names}, given)  # before anything runs
     check_outputs(names, args.out, formats=formats)  # every output path, before the first experiment runs
     reports = []
-    for name in names:
-        rep = reproduce(
-            name,
-            args.out,
-            smoke=args.smoke,
-            seeds=args.seeds,
-            device=args.device,
-            progress=not args.quiet,
-            workers=args.workers,
-            folder=args.numerics,
-            argv=sys.argv,
-            formats=formats,
-            dpi=dpi,
-            options=options[name],
-        )
-        reports.append(rep)
-        if not args.json:
-            status = "ok" if rep.ok else "FAILED: " + "; ".join(rep.failures)
-            shown = [rep.files[f] for f in formats] + [rep.files["caption"]]
-            print(f"{name:10s} {rep.wall_s:8.1f}s  {' '.join(shown)}  {status}")
+    # one pool for every experiment of the command (a cluster is reached before the first one runs)
+    with pool:
+        for name in names:
+            rep = reproduce(
+                name,
+                args.out,
+                smoke=args.smoke,
+                seeds=args.seeds,
+                device=args.device,
+                progress=not args.quiet,
+                folder=args.numerics,
+                argv=sys.argv,
+                formats=formats,
+                dpi=dpi,
+                options=options[name],
+                pool=pool,
+            )
+            reports.append(rep)
+            if not args.json:
+                status = "ok" if rep.ok else "FAILED: " + "; ".join(rep.failures)
+                shown = [rep.files[f] for f in formats] + [rep.files["caption"]]
+                print(f"{name:10s} {rep.wall_s:8.1f}s  {' '.join(shown)}  {status}")
     ok = all(r.ok for r in reports)
     if args.json:
         print(json.dumps({"ok": ok, "experiments": [r.to_json() for r in reports]}, indent=1))
