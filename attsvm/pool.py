@@ -207,6 +207,11 @@ def worker_version() -> str:
 
 
 # ---------------------------------------------------------------------------------------------- the pool
+def chunk_size(n: int, workers: int) -> int:
+    r"""Items per task by default: about eight tasks per worker ($\max(1,\lfloor n/8w\rfloor)$)."""
+    return max(1, n // (8 * max(1, workers)))
+
+
 class Pool:
     """The workers of one command: ``with Pool(workers, cluster) as pool: pool.map(fn, items)``.
 
@@ -342,11 +347,14 @@ class Pool:
         items: Iterable[Any],
         *,
         on_result: Callable[[int, Any], None] | None = None,
+        chunk: int | None = None,
     ) -> list[Any]:
         """``[fn(x) for x in items]``, in the order of ``items`` (merged by index), on this pool's backend.
 
         ``on_result(i, result)`` is called here as each result arrives (in completion order; for progress
-        lines). An exception raised by ``fn`` is raised here (the remaining tasks are dropped)."""
+        lines). An exception raised by ``fn`` is raised here (the remaining tasks are dropped). ``chunk``: items
+        per task (default :func:`chunk_size`, about eight tasks per worker; 1 for few long items, such as claims,
+        so that two long ones never share a task)."""
         items = list(items)
         if self.kind == "serial" or not items:
             out = []
@@ -356,9 +364,12 @@ class Pool:
                     on_result(i, out[-1])
             return out
         jobs = [(fn, i, x) for i, x in enumerate(items)]
+        if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
+            raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
+        size = chunk_size(len(jobs), self.size) if chunk is None else chunk
         if self.kind == "processes":
-            return self._map_processes(jobs, on_result)
-        return self._map_dask(jobs, on_result)
+            return self._map_processes(jobs, on_result, size)
+        return self._map_dask(jobs, on_result, size)
 
     def _collect(self, results: Iterable[tuple[int, bool, Any]], n: int, on_result) -> list[Any]:
         out: list[Any] = [None] * n
@@ -370,14 +381,13 @@ class Pool:
                 on_result(i, value)
         return out
 
-    def _map_processes(self, jobs: list, on_result) -> list[Any]:
+    def _map_processes(self, jobs: list, on_result, chunk: int) -> list[Any]:
         if not self._entered:  # used outside a `with` block: processes for this map only
             with self:
-                return self._map_processes(jobs, on_result)
+                return self._map_processes(jobs, on_result, chunk)
         if self._mp is None:
             self._mp_cm = worker_pool(start_context(), self.size)
             self._mp = self._mp_cm.__enter__()
-        chunk = max(1, len(jobs) // (8 * self.size))
         try:
             return self._collect(self._mp.imap_unordered(run_task, jobs, chunksize=chunk), len(jobs), on_result)
         except BaseException:
@@ -386,14 +396,13 @@ class Pool:
             cm.__exit__(None, None, None)
             raise
 
-    def _map_dask(self, jobs: list, on_result) -> list[Any]:
+    def _map_dask(self, jobs: list, on_result, chunk: int) -> list[Any]:
         if self._client is None:
             raise RuntimeError("a dask Pool must be used inside its `with` block")
         import distributed
 
-        # as many tasks as the processes backend makes chunks: a task per item would cost the scheduler more
-        # than a short item takes (e.g. 10^5 one-millisecond SVM checks)
-        chunk = max(1, len(jobs) // (8 * max(1, self.size)))
+        # the same chunks as the processes backend: a task per item would cost the scheduler more than a short
+        # item takes (e.g. 10^5 one-millisecond SVM checks)
         tasks = [jobs[a : a + chunk] for a in range(0, len(jobs), chunk)]
         futures = self._client.map(run_chunk, tasks, pure=False)
         try:

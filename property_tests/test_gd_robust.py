@@ -126,6 +126,11 @@ def test_softplus_is_exact_and_independent_of_the_position_in_a_batch():
         exact = np.array([float(mpmath.log1p(mpmath.exp(mpmath.mpf(float(v))))) for v in x[:400]])
     got = full[:400].numpy()
     assert np.all(np.abs(got - exact) <= 4 * np.finfo(np.float64).eps * exact)
+    for x0 in (0.0, -0.0, 1e-300, -2.5, 3.0, 800.0, -800.0):  # autograd (the kit's Hessians) also at the kink of |x|
+        x1 = torch.tensor(x0, dtype=torch.float64)
+        s = 1.0 / (1.0 + math.exp(-x0)) if x0 >= 0 else math.exp(x0) / (1.0 + math.exp(x0))
+        assert math.isclose(float(torch.func.grad(softplus_t)(x1)), s, rel_tol=1e-15)
+        assert math.isclose(float(torch.func.hessian(softplus_t)(x1)), s * (1.0 - s), rel_tol=1e-14, abs_tol=1e-300)
 
 
 # ---------------------------------------------------------------------- exact scale relations (engine)

@@ -13,6 +13,11 @@ Three modes:
 * ``empirical`` — no Hypothesis: ``draw_matrix``/``draw_float`` use the seeded :meth:`rng`;
   :meth:`draw` of a Hypothesis strategy is an error.
 
+A case pickles (``attsvm check -n N`` sends results back from worker processes): its data, batch, recorded
+draws, seed and index travel, the Hypothesis data of a search case does not (it cannot be pickled and is spent
+once the search is over). Such a *spent* search case is a record: it reads and replays (:meth:`replayed`) like
+the original, and a new draw from it is an error.
+
 A case has a ``precision``: ``"float64"`` (search, empirical runs) or ``"mp"`` (the automatic confirmation
 replays the case at ``dps`` digits); ``case.kit`` is the :mod:`attsvm.kit` of that precision, so a conclusion
 written against it is evaluated in both without a second implementation.
@@ -63,13 +68,25 @@ class Case:
         self._rng: np.random.Generator | None = None
         self.precision = precision
         self.dps = dps
+        self._spent = False  # a search case whose Hypothesis data stayed behind (unpickled: __getstate__)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The state that pickles: everything but the Hypothesis data (module docstring)."""
+        state = dict(self.__dict__)
+        state["_spent"] = self._spent or self._hd is not None
+        state["_hd"] = None
+        return state
+
+    def _live(self) -> None:
+        if self._spent:
+            raise RuntimeError("this search case came from another process without its Hypothesis data: use replayed()")
 
     # ------------------------------------------------------------------ mode
     @property
     def mode(self) -> str:
         if self._replay is not None:
             return "replay"
-        if self._hd is not None:
+        if self._hd is not None or self._spent:
             return "search"
         return "empirical"
 
@@ -109,6 +126,7 @@ class Case:
         """Draw from a Hypothesis strategy (universal claims; recorded for replay)."""
         if self._replay is not None:
             return self._next_recorded()
+        self._live()
         if self._hd is None:
             raise RuntimeError("case.draw(strategy) needs a universal claim (empirical claims: use case.rng())")
         val = self._hd.draw(strategy)
@@ -122,6 +140,7 @@ class Case:
             if val.shape != (rows, cols):
                 raise ReplayError(f"replayed matrix has shape {val.shape}, expected {(rows, cols)}")
             return val
+        self._live()
         if self._hd is None:
             val = self.rng().uniform(-scale, scale, size=(rows, cols))
             self.draws.append(val)
@@ -136,6 +155,7 @@ class Case:
         """A float in [lo, hi] (shrinks towards simple numbers)."""
         if self._replay is not None:
             return float(self._next_recorded())
+        self._live()
         if self._hd is None:
             val = float(self.rng().uniform(lo, hi))
             self.draws.append(val)
@@ -148,6 +168,7 @@ class Case:
         """An int in [lo, hi] (shrinks towards lo)."""
         if self._replay is not None:
             return int(self._next_recorded())
+        self._live()
         if self._hd is None:
             val = int(self.rng().integers(lo, hi + 1))
             self.draws.append(val)

@@ -12,18 +12,25 @@ searched, its entries are replayed, newest first: a failure that is confirmed ag
 (``refuted``, one example); an entry that passes now, or whose draws no longer fit the conclusion (it was
 edited), is deleted; an unconfirmed failure stays and the search runs as usual. After the check, a failing
 case (confirmed or unconfirmed) is stored. Empirical claims (seeded batches) do not use the database.
+
+``DIR/.durations.json`` keeps the seconds each claim took when it last ran with the database, so that
+``attsvm check -n N`` starts the longest claims first (:func:`attsvm.claims.runner.schedule`). The workers of a
+parallel check replay and store the entries of their own claims (one claim: one folder, one process); every file
+is written atomically (:mod:`attsvm.outputs`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
-from ..outputs import check_output_dir
+from ..outputs import check_output_dir, write_text
 from .api import Claim, Outcome, outcome_error
 from .case import Case, ReplayError
 from .confirm import Confirmation, confirm
@@ -31,6 +38,7 @@ from .counterexample import decode_draw, encode_draw, load, save, slug
 from .verdict import ClaimResult
 
 DEFAULT = ".attsvm/db"
+DURATIONS = ".durations.json"  # claim id -> seconds of its last run (a scheduling hint, not a result)
 
 
 @dataclass
@@ -83,6 +91,29 @@ class Database:
         h.update(json.dumps(encode_draw(list(case.draws)), sort_keys=True).encode())
         return save(res, self.folder(res.id), name=h.hexdigest()[:20])
 
+    def durations(self) -> dict[str, float]:
+        """The recorded seconds of each claim's last run (``{}`` when there is no record or it cannot be read: it
+        is a hint for the order of a parallel run, never an input of a result)."""
+        try:
+            rec = json.loads((self.path / DURATIONS).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            return {}
+        if not isinstance(rec, dict):
+            return {}
+        return {
+            str(k): float(v)
+            for k, v in rec.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+        }
+
+    def record_durations(self, results: list[ClaimResult]) -> None:
+        """Record the seconds of ``results`` (merged into the earlier record; written atomically). A record that
+        cannot be written is skipped: the results of the run do not depend on it."""
+        rec = self.durations()
+        rec.update({r.id: round(float(r.seconds), 3) for r in results})
+        with contextlib.suppress(InputError):
+            write_text(self.path / DURATIONS, json.dumps(dict(sorted(rec.items())), indent=1) + "\n")
+
     def discard(self, js: Path) -> None:
         for f in (js, js.with_suffix(".npz")):
             f.unlink(missing_ok=True)
@@ -132,4 +163,4 @@ def open_database(path: str | os.PathLike | None) -> Database | None:
     return db
 
 
-__all__ = ["DEFAULT", "Database", "Hit", "open_database"]
+__all__ = ["DEFAULT", "DURATIONS", "Database", "Hit", "open_database"]

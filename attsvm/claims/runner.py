@@ -15,17 +15,33 @@ decided example suffices when Hypothesis tried every distinct case, e.g. a claim
 result records how each example was decided (``float64``, ``high precision`` — a float64 failure cleared by the
 confirmer —, ``exact``, ``rigorous``).
 
+**Parallel checks** (``check(..., workers=N)``, ``attsvm check -n N``; ``cluster=`` a Dask cluster). Each claim is
+one task of an :class:`attsvm.pool.Pool`: its whole run (database replay, search, shrinking and confirmation, or
+the sweep and its confirmation, and the saving of its counterexample) happens in one worker process, which
+finds the claim by its file and id (:class:`ClaimTask`; a claim that is not in a file travels pickled) and
+sends back its :class:`~attsvm.claims.verdict.ClaimResult`. A claim's run depends only on the claim, the seed
+and the budget, never on the claims run before it in the same process, so the results are those of the serial
+run; they are listed in the dependency order, and the ``[depends on refuted ...]`` note is added once all are in,
+as serially. Claims start longest first by the durations the counterexample database recorded
+(:func:`schedule`). Only the ``seconds`` fields, and the time caps of a search that reaches them (a claim whose
+examples are slower than its ``seconds`` allow, e.g. on a loaded machine), depend on the machine.
+
 Entry points: :func:`run_claim` (one claim → :class:`~attsvm.claims.verdict.ClaimResult`), :func:`check`
-(many claims, progress, counterexample files) and :func:`replay` (re-evaluate a saved counterexample).
+(many claims, progress, counterexample files; serially or in parallel) and :func:`replay` (re-evaluate a saved
+counterexample).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import math
 import os
+import pickle
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -35,7 +51,7 @@ from .api import Claim, Outcome, outcome_error
 from .case import Case
 from .confirm import confirm
 from .report import Report
-from .verdict import ClaimResult, decided_text, rate_verdict
+from .verdict import ClaimResult, decided_text, jsonable, rate_verdict
 
 BUDGETS = {"ci": 0.2, "default": 1.0, "thorough": 5.0}
 DEFAULT_EXAMPLES = {"universal": 100, "empirical": 50}
@@ -260,13 +276,16 @@ def _run_empirical(claim, examples, seed, b, device) -> ClaimResult:
 # ---------------------------------------------------------------------- the check job
 class Progress:
     """Progress on a stream: one line per finished claim; on a TTY also a spinner with the running example
-    count, redrawn by a background thread (so it moves during long single examples and sweeps too)."""
+    count, redrawn by a background thread (so it moves during long single examples and sweeps too). In a
+    parallel run (:meth:`start_parallel`) the lines come in completion order (``[k/N]``: the k-th finished) and
+    the spinner shows how many claims are running and the time since the start."""
 
     def __init__(self, stream=None, total: int = 0):
         self.stream = stream if stream is not None else sys.stderr
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self.total = total
         self.done = 0
+        self.workers = 0  # > 0: a parallel run of this many workers
         self._examples = 0
         self._current = ""
         self._t0 = time.perf_counter()
@@ -277,6 +296,15 @@ class Progress:
         self._current = claim.id
         self._examples = 0
         self._t0 = time.perf_counter()
+        self._spinner()
+
+    def start_parallel(self, workers: int) -> None:
+        """A parallel run of ``workers`` workers begins (the claims' own example counts are not seen here)."""
+        self.workers = max(1, int(workers))
+        self._t0 = time.perf_counter()
+        self._spinner()
+
+    def _spinner(self) -> None:
         if self.tty and self._stop is None:
             self._stop = threading.Event()
             threading.Thread(target=self._spin, args=(self._stop,), daemon=True).start()
@@ -286,10 +314,14 @@ class Progress:
         while not stop.wait(0.2):
             k += 1
             ch = "|/-\\"[k % 4]
-            msg = (
-                f"\r{ch} [{self.done + 1}/{self.total}] {self._current}: "
-                f"{self._examples} examples, {time.perf_counter() - self._t0:.0f}s"
-            )
+            if self.workers:
+                running = min(self.workers, self.total - self.done)
+                msg = f"\r{ch} [{self.done}/{self.total} done] {running} running, {time.perf_counter() - self._t0:.0f}s"
+            else:
+                msg = (
+                    f"\r{ch} [{self.done + 1}/{self.total}] {self._current}: "
+                    f"{self._examples} examples, {time.perf_counter() - self._t0:.0f}s"
+                )
             with self._lock:
                 self.stream.write(msg[:150].ljust(80))
                 self.stream.flush()
@@ -328,13 +360,25 @@ def check(
     progress: Progress | None = None,
     allow_inconclusive: bool = False,
     db: Any = None,
+    workers: int | str | None = 1,
+    cluster: str | None = None,
 ) -> Report:
     """Run ``claims`` (dependency order); save failing cases under ``out`` (checked writable first: an
     :class:`~attsvm.errors.InputError` before anything runs); report progress; ``db`` the counterexample database
     (:func:`run_claim`). Returns a :class:`~attsvm.claims.report.Report` (a list of the results, rendered as a
-    table in Jupyter, with the exit code ``attsvm check`` would give)."""
+    table in Jupyter, with the exit code ``attsvm check`` would give).
+
+    ``workers`` (an int, a digit string or ``"auto"``: :func:`attsvm.pool.workers_of`) > 1, or ``cluster``
+    (``"local"``, ``"local:N"``, ``"tcp://HOST:PORT"``: :func:`attsvm.pool.check_cluster`), run the claims in
+    parallel (module docstring: the same results, in the same order); giving both is bad input. ``workers=1``
+    without a cluster is the serial loop in this process."""
+    from ..pool import check_cluster, workers_of
     from .discover import dependency_order
 
+    n = workers_of(workers)
+    spec = None if cluster is None else check_cluster(cluster)
+    if spec is not None and n != 1:
+        raise InputError("-n/--workers and --cluster exclude each other (--cluster local:N: N local workers)")
     b = resolve_budget(budget)
     ordered = dependency_order(claims)
     for c in ordered:  # bad hypotheses are bad input: say so before running anything
@@ -345,7 +389,36 @@ def check(
         check_output_dir(out, "out")
     if progress is not None:
         progress.total = len(ordered)
-    results = []
+    if n == 1 and spec is None:
+        results = _check_serial(ordered, examples, seed, b, device, out, seconds, progress, allow_inconclusive, db)
+    else:
+        options = dict(
+            examples=examples,
+            seed=seed,
+            budget=b,
+            device=device,
+            seconds=seconds,
+            out=None if out is None else str(out),
+            allow_inconclusive=allow_inconclusive,
+        )
+        tasks = [task_of(c, options, db) for c in ordered]  # a claim that cannot travel: InputError, nothing ran
+        results = _check_parallel(ordered, tasks, n, spec, progress, db)
+    if db is not None and hasattr(db, "record_durations"):
+        db.record_durations(results)
+    return Report(results, seed=seed, budget=budget, device=device)
+
+
+def _depends_refuted(c: Claim, r: ClaimResult, done: dict[str, ClaimResult]) -> None:
+    """Note in ``r`` the dependencies of ``c`` (among the results ``done`` before it) that a true claim's refutation
+    broke."""
+    broken = [d for d in c.depends if d in done and done[d].verdict == "refuted" and done[d].expected == "true"]
+    if broken:
+        r.reason += f" [depends on refuted {', '.join(broken)}]"
+        r.detail["depends_refuted"] = broken
+
+
+def _check_serial(ordered, examples, seed, b, device, out, seconds, progress, allow_inconclusive, db):
+    results: list[ClaimResult] = []
     try:
         for c in ordered:
             if progress is not None:
@@ -362,18 +435,176 @@ def check(
                 allow_inconclusive=allow_inconclusive,
                 db=db,
             )
-            done = {x.id: x for x in results}
-            broken = [d for d in c.depends if d in done and done[d].verdict == "refuted" and done[d].expected == "true"]
-            if broken:
-                r.reason += f" [depends on refuted {', '.join(broken)}]"
-                r.detail["depends_refuted"] = broken
+            _depends_refuted(c, r, {x.id: x for x in results})
             results.append(r)
             if progress is not None:
                 progress.finish(r)
     finally:
         if progress is not None:
             progress.close()
-    return Report(results, seed=seed, budget=budget, device=device)
+    return results
+
+
+def _check_parallel(ordered, tasks, n, spec, progress, db):
+    from ..pool import Pool
+
+    known = db.durations() if db is not None and hasattr(db, "durations") else {}
+    order = schedule(ordered, known)
+    try:
+        with Pool(workers=n, cluster=spec) as pool:
+            if progress is not None:
+                progress.start_parallel(pool.size)
+            got = pool.map(
+                run_claim_task,
+                [tasks[i] for i in order],
+                on_result=None if progress is None else (lambda k, r: progress.finish(r)),
+                chunk=1,  # claims are long: one per task, longest first (two long ones never share a worker)
+            )
+    finally:
+        if progress is not None:
+            progress.close()
+    results: list[ClaimResult] = [None] * len(ordered)  # type: ignore[list-item]
+    for k, i in enumerate(order):
+        results[i] = got[k]
+    for i, (c, r) in enumerate(zip(ordered, results)):  # once all are in: the serial note, in the serial order
+        _depends_refuted(c, r, {x.id: x for x in results[:i]})
+    return results
+
+
+# ---------------------------------------------------------------------- parallel tasks
+def schedule(claims: list[Claim], durations: dict[str, float]) -> list[int]:
+    """The order in which a parallel check starts ``claims`` (indices into the list): longest first by
+    ``durations`` (claim id -> seconds of its last run, :meth:`~.database.Database.durations`); claims without a
+    record come before them, in their own order (an unknown claim may be a long one). The order changes only when
+    each claim starts, never a result."""
+    unknown = [i for i, c in enumerate(claims) if c.id not in durations]
+    known = sorted((i for i, c in enumerate(claims) if c.id in durations), key=lambda i: (-durations[claims[i].id], i))
+    return unknown + known
+
+
+def _canonical(x: Any) -> Any:
+    if isinstance(x, dict):
+        return tuple(sorted((repr(k), _canonical(v)) for k, v in x.items()))
+    if isinstance(x, (list, tuple)):
+        return tuple(_canonical(v) for v in x)
+    if isinstance(x, (set, frozenset)):
+        return tuple(sorted(repr(_canonical(v)) for v in x))
+    if callable(x):
+        return f"{getattr(x, '__module__', '')}.{getattr(x, '__qualname__', type(x).__name__)}"
+    return repr(x)
+
+
+def fingerprint(claim: Claim) -> str:
+    """A digest of everything that defines ``claim`` but its file path: id, hypotheses, constants, budgets,
+    expectation, ... and the qualified names of its conclusion and confirmer (a worker checks that the claim it
+    imported is the one it was sent)."""
+    fields = [(f.name, _canonical(getattr(claim, f.name))) for f in dataclasses.fields(claim) if f.name != "module"]
+    return hashlib.sha256(repr(fields).encode()).hexdigest()
+
+
+@dataclasses.dataclass(frozen=True)
+class ClaimTask:
+    """One claim's run in a worker process of a parallel :func:`check`: the claim id and its file (the worker
+    imports it, :func:`claim_in_file`), or the claim itself when it is not in a file and pickles; its
+    :func:`fingerprint`; the options of :func:`run_claim`; the counterexample database (or None)."""
+
+    id: str
+    file: str | None
+    claim: Claim | None
+    fingerprint: str
+    options: dict[str, Any]
+    db: Any = None
+    cwd: str = ""  # the parent's working folder (relative --out / --db paths mean the same folder in the worker)
+
+
+def claim_in_file(file: str | os.PathLike, claim_id: str) -> Claim:
+    """The claim ``claim_id`` of the claim file ``file`` (:func:`~.discover.load_file`; InputError if absent)."""
+    from .discover import load_file
+
+    for c in load_file(Path(file)):
+        if c.id == claim_id:
+            return c
+    raise InputError(f"{file}: no claim {claim_id!r} (was the file edited during the run?)")
+
+
+def task_of(claim: Claim, options: dict[str, Any], db: Any = None) -> ClaimTask:
+    """The :class:`ClaimTask` of ``claim``: by file and id when ``claim`` is the object its file defines, else the
+    claim itself when it pickles; otherwise an :class:`~attsvm.errors.InputError` (a claim changed after
+    discovery, or defined outside a claim file: run it with ``workers=1``)."""
+    fp = fingerprint(claim)
+    if claim.module and Path(claim.module).is_file():
+        try:
+            found = claim_in_file(claim.module, claim.id)
+        except InputError:
+            found = None
+        if found is claim:
+            return ClaimTask(claim.id, str(claim.module), None, fp, dict(options), db, os.getcwd())
+    try:
+        pickle.dumps(claim)
+    except Exception:  # noqa: BLE001 - pickle raises many types
+        raise InputError(
+            f"claim {claim.id}: a parallel check runs claims found in claim files (attsvm.claims.discover), and this "
+            "one is not the claim its file defines nor can it be pickled; run it with -n 1"
+        ) from None
+    return ClaimTask(claim.id, None, claim, fp, dict(options), db, os.getcwd())
+
+
+def run_claim_task(task: ClaimTask) -> ClaimResult:
+    """Run one :class:`ClaimTask` (in a worker process): find the claim, check its fingerprint, :func:`run_claim`
+    it (with one OpenBLAS thread, :func:`attsvm.svm.blas.blas_threads`; the pool gives torch one thread) and return
+    the result ready to travel (:func:`portable`)."""
+    from ..svm.blas import blas_threads
+
+    paths = (task.options.get("out"), getattr(task.db, "path", None))
+    relative = [str(p) for p in paths if p and not Path(p).is_absolute()]
+    if relative and task.cwd and os.path.realpath(os.getcwd()) != os.path.realpath(task.cwd):
+        raise InputError(
+            f"a worker runs in {os.getcwd()}, not in {task.cwd}: give --out and --db as absolute paths on a file "
+            f"system the workers share (relative: {', '.join(relative)})"
+        )
+    claim = task.claim if task.claim is not None else claim_in_file(task.file, task.id)
+    if fingerprint(claim) != task.fingerprint:
+        raise InputError(f"claim {task.id}: the worker found another claim in {task.file} than the one it was sent")
+    with blas_threads(1), warnings.catch_warnings():  # one BLAS thread per worker too (spinning threads cost 10-100x)
+        # A Dask worker's own threads use the global `random` module while a search runs; Hypothesis notices that
+        # the global state moved during a draw and warns. Its draws come from its own seeded generator, and no claim
+        # uses the global one, so the results do not change.
+        warnings.filterwarnings("ignore", message="Do not use the `random` module inside strategies")
+        return portable(run_claim(claim, db=task.db, **task.options))
+
+
+def _picklable(detail: Any) -> Any:
+    """``detail`` with each value that does not pickle replaced by its :func:`~.verdict.jsonable` form."""
+    if not isinstance(detail, dict):
+        try:
+            pickle.dumps(detail)
+            return detail
+        except Exception:  # noqa: BLE001
+            return jsonable(detail)
+    out = {}
+    for k, v in detail.items():
+        try:
+            pickle.dumps(v)
+            out[k] = v
+        except Exception:  # noqa: BLE001
+            out[k] = jsonable(v)
+    return out
+
+
+def portable(res: ClaimResult) -> ClaimResult:
+    """``res`` ready to be pickled back to the parent process. The case travels without its Hypothesis data
+    (:class:`~.case.Case` pickles so); a value of an outcome's ``detail`` that does not pickle (a function, an open
+    file) is replaced by its JSON form — what the JSON report shows of it anyway."""
+    try:
+        pickle.dumps(res)
+        return res
+    except Exception:  # noqa: BLE001
+        pass
+    for o in (res.outcome, res.confirm_outcome):
+        if o is not None:
+            o.detail = _picklable(o.detail)
+    res.detail = _picklable(res.detail)
+    return res
 
 
 def replay(claim: Claim, npz: str | os.PathLike, *, device: str = "cpu") -> ClaimResult:

@@ -4,7 +4,7 @@
 
     attsvm check [PATH ...] [--only ID ...] [-k EXPR] [--examples N] [--seed S] [--budget ci|default|thorough|X]
                  [--seconds S] [--json FILE] [--markdown FILE] [--latex FILE] [--device cpu|cuda]
-                 [--out DIR] [--replay FILE.npz] [--db DIR | --no-db] [--list]
+                 [--out DIR] [--replay FILE.npz] [--db DIR | --no-db] [--list] [-n N|auto | --cluster SPEC]
 
 PATH: claim files or folders (default: the built-in ``proofs/`` collection). Exit 0 when every verdict
 matches its expectation (the policy of :mod:`attsvm.claims.verdict`: true claims ``verified``, expected-false
@@ -19,12 +19,19 @@ counterexample that cannot be saved would be lost) and the ``--db`` folder. The 
 ``--db DIR`` given explicitly is an error when it cannot be written; when the default ``.attsvm/db`` cannot be,
 one ``warning:`` line says so and the run goes on without a database. Reports and counterexamples are written
 atomically; Ctrl-C stops the run (``error: interrupted``, exit 130) without partial files.
+
+``-n N`` (``auto``: the usable cores) runs the claims in N worker processes, ``--cluster SPEC`` on a Dask cluster
+(``local``, ``local:N``, ``tcp://HOST:PORT``; :mod:`attsvm.pool`): one claim per task, the same results in the
+same order as serially (:mod:`attsvm.claims.runner`). A bad value, both options together or an unreachable
+scheduler is bad input (exit 2) before anything runs. ``--replay`` and ``--list`` run in this process.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+
+from .options import add_pool_options
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -67,6 +74,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         help="exploratory runs: an inconclusive verdict (other than an unconfirmed failure) does not fail the run",
     )
     p.add_argument("--list", action="store_true", help="list the discovered claims and exit")
+    add_pool_options(
+        p,
+        "run the claims in N worker processes (auto: the usable cores; default 1: serially, in this process)",
+        "the claims",
+        "",
+    )
     return p
 
 
@@ -84,7 +97,13 @@ def _check_args(args) -> None:
     """Bad input before anything runs: option values and every report file (:mod:`attsvm.outputs`)."""
     from ..errors import InputError
     from ..outputs import check_output_file
+    from ..pool import check_cluster, workers_of
 
+    workers_of(args.workers)
+    if args.cluster is not None:
+        check_cluster(args.cluster)
+        if args.workers is not None:
+            raise InputError("-n/--workers and --cluster exclude each other (--cluster local:N: N local workers)")
     for name in ("json", "markdown", "latex"):
         check_output_file(getattr(args, name), f"--{name}")
     if args.examples is not None and args.examples < 1:
@@ -157,6 +176,8 @@ def run(args) -> int:
             progress=prog,
             allow_inconclusive=args.allow_inconclusive,
             db=db,
+            workers=args.workers,
+            cluster=args.cluster,
         )
     meta = {"seed": args.seed, "budget": budget, "device": args.device}
     if args.json:

@@ -49,6 +49,8 @@ from typing import Any
 
 import numpy as np
 
+from .options import add_pool_options
+
 EPILOG = """\
 algorithms (--algo; every one with --schedule constant lr_k = LR or rsqrt lr_k = LR/sqrt(k+1)):
   gd    W_k+1 = W_k - lr_k grad L(W_k)                         (plain float gradient)
@@ -252,21 +254,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         default=1,
         help="torch CPU threads for the run; more help big batches (default: %(default)s)",
     )
-    p.add_argument(
-        "-n",
-        "--workers",
-        dest="workers",
-        default=None,
-        metavar="N|auto",
-        help="split a batch file into N shards of data sets run on N local processes, auto = the usable cores; "
+    add_pool_options(
+        p,
+        "split a batch file into N shards of data sets run on N local processes, auto = the usable cores; "
         "results merged in file order, see docs/scale.md (default: 1)",
-    )
-    p.add_argument(
-        "--cluster",
-        default=None,
-        metavar="SPEC",
-        help="run the shards on Dask: local, local:N or tcp://HOST:PORT (a running dask scheduler); needs pip "
-        "install 'attsvm[dask]'; not with -n (default: none, no cluster)",
+        "the shards",
+        " (default: none, no cluster)",
     )
     p.add_argument("--quiet", action="store_true", help="no progress display on stderr (default: shown after 2 s)")
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout (default: a table)")

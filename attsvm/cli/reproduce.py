@@ -25,6 +25,7 @@ import textwrap
 
 from ..experiments import NAMES  # stdlib + numpy only at import time
 from ..figures import DEFAULT_DPI, DEFAULT_FORMATS, FORMATS, MAX_DPI, MIN_DPI
+from .options import add_pool_options
 
 
 def _fill(text: str) -> str:
@@ -72,20 +73,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     )
     p.add_argument("--seeds", type=int, default=None, metavar="N", help="number of independent runs/instances")
     p.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
-    p.add_argument(
-        "-n",
-        "--workers",
-        dest="workers",
-        default=None,
-        metavar="N|auto",
-        help="local worker processes for the parallel stages, auto = the usable cores (default: min(2, cores))",
-    )
-    p.add_argument(
-        "--cluster",
-        default=None,
-        metavar="SPEC",
-        help="run the parallel stages on Dask: local, local:N (a local cluster of N workers) or tcp://HOST:PORT (a "
-        "running dask scheduler); needs pip install 'attsvm[dask]'; not with -n",
+    add_pool_options(
+        p,
+        "local worker processes for the parallel stages, auto = the usable cores (default: min(2, cores))",
+        "the parallel stages",
+        "",
     )
     p.add_argument("--numerics", default=None, metavar="DIR", help="folder of experiment specs (default: numerics/)")
     p.add_argument("--quiet", action="store_true", help="no progress display on stderr")

@@ -145,10 +145,12 @@ def log_softmax_parts(a: torch.Tensor, mask: torch.Tensor | None = None):
 
 def softplus_t(x: torch.Tensor) -> torch.Tensor:
     r"""$\log(1+e^{x})=\max(x,0)+\log(1+e^{-|x|})$, exact to rounding for every $x$ (no overflow), from ``exp`` and
-    ``log1p``, whose CPU kernels give an entry the same bits wherever it sits in a tensor. (``torch.logaddexp``
-    and ``torch.nn.functional.softplus`` round the vectorised body and the scalar tail of a tensor differently,
-    so a run's numbers would depend on its position in a batch, and a split batch would differ in the last bit.)"""
-    return torch.log1p(torch.exp(-x.abs())).add_(x.clamp(min=0.0))
+    ``log1p``, whose CPU kernels give an entry the same bits wherever it sits in a tensor (``torch.logaddexp`` and
+    ``torch.nn.functional.softplus`` round the vectorised body and the scalar tail of a tensor differently, so a
+    run's numbers would depend on its position in a batch, and a split batch would differ in the last bit). Its
+    autograd derivatives are $\sigma(x)$ and $\sigma(x)\sigma(-x)$ everywhere, also at $x=0$."""
+    m = x.clamp(min=0.0)  # -|x| = x - 2 max(x, 0) exactly; written so, autograd is right at x = 0 too (1/2, 1/4),
+    return m + torch.log1p(torch.exp(x - 2.0 * m))  # where abs()'s zero derivative would give 1 and 0
 
 
 def loss_value_t(u: torch.Tensor, loss: str = "logistic") -> torch.Tensor:
@@ -171,7 +173,7 @@ def log_neg_loss_derivative_t(u: torch.Tensor, loss: str = "logistic") -> torch.
     if loss == "nll":
         return -torch.log(u)
     if loss == "logistic":
-        return softplus_t(u).neg_()
+        return -softplus_t(u)
     if loss == "exponential":
         return -u
     if loss == "correlation":
