@@ -537,8 +537,6 @@ def experiment_pool(workers: int | str | None = None, cluster: str | None = None
     """The :class:`~attsvm.pool.Pool` of a reproduction (not yet entered): the Dask ``cluster`` when given,
     else ``workers`` local processes (:func:`attsvm.pool.workers_of`; default ``min(2, cores)``). Giving both
     is bad input (``--cluster local:N`` is the way to size a local cluster)."""
-    if cluster is not None and workers is not None:
-        raise InputError("-n/--workers and --cluster exclude each other (--cluster local:N: N local workers)")
     if cluster is None and workers is None:
         workers = min(2, usable_cores())
     return Pool(workers, cluster)

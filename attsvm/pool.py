@@ -215,10 +215,12 @@ def chunk_size(n: int, workers: int) -> int:
 class Pool:
     """The workers of one command: ``with Pool(workers, cluster) as pool: pool.map(fn, items)``.
 
-    ``workers`` (:func:`workers_of`: an int, a digit string or ``"auto"``) gives ``serial`` (1) or ``processes``
-    (more); ``cluster`` (:func:`check_cluster`) gives ``dask`` and then decides the parallelism alone
-    (``local:N``: N workers; ``local``: :func:`usable_cores`; ``tcp://...``: the workers the scheduler has), and
-    ``workers`` is not used. ``size`` is the degree of parallelism (dask: the worker threads of the cluster);
+    ``workers`` (:func:`workers_of`: an int, a digit string or ``"auto"``; ``None``: 1) gives ``serial`` (1) or
+    ``processes`` (more); ``cluster`` (:func:`check_cluster`) gives ``dask`` and decides the parallelism alone
+    (``local:N``: N workers; ``local``: :func:`usable_cores`; ``tcp://...``: the workers the scheduler has).
+    Giving both is bad input (:class:`~attsvm.errors.InputError`; ``local:N`` sizes a local cluster). Making a
+    ``Pool`` starts nothing, so it is also how the commands validate ``-n`` and ``--cluster`` up front.
+    ``size`` is the degree of parallelism (dask: the worker threads of the cluster);
     ``address`` is the scheduler's address (dask) or ``None``.
 
     Local processes start at the first :meth:`map` that needs them (forked then, so they see the modules imported
@@ -226,7 +228,9 @@ class Pool:
     unreachable scheduler, a missing ``distributed`` package or workers of another ``attsvm`` version are bad
     input, :class:`~attsvm.errors.InputError`, before anything runs)."""
 
-    def __init__(self, workers: int | str | None = 1, cluster: str | None = None) -> None:
+    def __init__(self, workers: int | str | None = None, cluster: str | None = None) -> None:
+        if workers is not None and cluster is not None:
+            raise InputError("-n/--workers and --cluster exclude each other (--cluster local:N: N local workers)")
         self.cluster = None if cluster is None else check_cluster(cluster)
         self.address: str | None = None
         if self.cluster is None:

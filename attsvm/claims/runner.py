@@ -360,7 +360,7 @@ def check(
     progress: Progress | None = None,
     allow_inconclusive: bool = False,
     db: Any = None,
-    workers: int | str | None = 1,
+    workers: int | str | None = None,
     cluster: str | None = None,
 ) -> Report:
     """Run ``claims`` (dependency order); save failing cases under ``out`` (checked writable first: an
@@ -370,15 +370,12 @@ def check(
 
     ``workers`` (an int, a digit string or ``"auto"``: :func:`attsvm.pool.workers_of`) > 1, or ``cluster``
     (``"local"``, ``"local:N"``, ``"tcp://HOST:PORT"``: :func:`attsvm.pool.check_cluster`), run the claims in
-    parallel (module docstring: the same results, in the same order); giving both is bad input. ``workers=1``
-    without a cluster is the serial loop in this process."""
-    from ..pool import check_cluster, workers_of
+    parallel (module docstring: the same results, in the same order); giving both is bad input
+    (:class:`~attsvm.pool.Pool`). One worker (``None``, 1) without a cluster is the serial loop in this process."""
+    from ..pool import Pool
     from .discover import dependency_order
 
-    n = workers_of(workers)
-    spec = None if cluster is None else check_cluster(cluster)
-    if spec is not None and n != 1:
-        raise InputError("-n/--workers and --cluster exclude each other (--cluster local:N: N local workers)")
+    pool = Pool(workers, cluster)  # validated before anything runs; started only for a parallel check
     b = resolve_budget(budget)
     ordered = dependency_order(claims)
     for c in ordered:  # bad hypotheses are bad input: say so before running anything
@@ -389,20 +386,20 @@ def check(
         check_output_dir(out, "out")
     if progress is not None:
         progress.total = len(ordered)
-    if n == 1 and spec is None:
-        results = _check_serial(ordered, examples, seed, b, device, out, seconds, progress, allow_inconclusive, db)
+    options = dict(  # of run_claim, for every claim (serially, or sent to the workers in a ClaimTask)
+        examples=examples,
+        seed=seed,
+        budget=b,
+        device=device,
+        seconds=seconds,
+        out=None if out is None else str(out),
+        allow_inconclusive=allow_inconclusive,
+    )
+    if pool.kind == "serial":
+        results = _check_serial(ordered, options, progress, db)
     else:
-        options = dict(
-            examples=examples,
-            seed=seed,
-            budget=b,
-            device=device,
-            seconds=seconds,
-            out=None if out is None else str(out),
-            allow_inconclusive=allow_inconclusive,
-        )
         tasks = [task_of(c, options, db) for c in ordered]  # a claim that cannot travel: InputError, nothing ran
-        results = _check_parallel(ordered, tasks, n, spec, progress, db)
+        results = _check_parallel(ordered, tasks, pool, progress, db)
     if db is not None and hasattr(db, "record_durations"):
         db.record_durations(results)
     return Report(results, seed=seed, budget=budget, device=device)
@@ -417,24 +414,13 @@ def _depends_refuted(c: Claim, r: ClaimResult, done: dict[str, ClaimResult]) -> 
         r.detail["depends_refuted"] = broken
 
 
-def _check_serial(ordered, examples, seed, b, device, out, seconds, progress, allow_inconclusive, db):
+def _check_serial(ordered, options, progress, db):
     results: list[ClaimResult] = []
     try:
         for c in ordered:
             if progress is not None:
                 progress.start(c)
-            r = run_claim(
-                c,
-                examples=examples,
-                seed=seed,
-                budget=b,
-                device=device,
-                seconds=seconds,
-                out=out,
-                on_example=progress.example if progress is not None else None,
-                allow_inconclusive=allow_inconclusive,
-                db=db,
-            )
+            r = run_claim(c, **options, on_example=progress.example if progress is not None else None, db=db)
             _depends_refuted(c, r, {x.id: x for x in results})
             results.append(r)
             if progress is not None:
@@ -445,13 +431,11 @@ def _check_serial(ordered, examples, seed, b, device, out, seconds, progress, al
     return results
 
 
-def _check_parallel(ordered, tasks, n, spec, progress, db):
-    from ..pool import Pool
-
+def _check_parallel(ordered, tasks, pool, progress, db):
     known = db.durations() if db is not None and hasattr(db, "durations") else {}
     order = schedule(ordered, known)
     try:
-        with Pool(workers=n, cluster=spec) as pool:
+        with pool:
             if progress is not None:
                 progress.start_parallel(pool.size)
             got = pool.map(

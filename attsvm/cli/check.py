@@ -97,13 +97,9 @@ def _check_args(args) -> None:
     """Bad input before anything runs: option values and every report file (:mod:`attsvm.outputs`)."""
     from ..errors import InputError
     from ..outputs import check_output_file
-    from ..pool import check_cluster, workers_of
+    from ..pool import Pool
 
-    workers_of(args.workers)
-    if args.cluster is not None:
-        check_cluster(args.cluster)
-        if args.workers is not None:
-            raise InputError("-n/--workers and --cluster exclude each other (--cluster local:N: N local workers)")
+    Pool(args.workers, args.cluster)  # -n, --cluster and their exclusion (nothing is started)
     for name in ("json", "markdown", "latex"):
         check_output_file(getattr(args, name), f"--{name}")
     if args.examples is not None and args.examples < 1:

@@ -439,8 +439,6 @@ def run(args: argparse.Namespace) -> int:
     from ..progress import Progress, delay_from_env
     from ..selection import parse_alpha, selection_for
 
-    if args.workers is not None and args.cluster is not None:
-        raise InputError("-n/--workers and --cluster exclude each other (--cluster local:N: N local workers)")
     pool = Pool(args.workers, args.cluster)  # validates -n and --cluster; started below, before any work
     alpha = parse_alpha(args.alpha)
     ds = load(args.data, alpha)

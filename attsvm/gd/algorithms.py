@@ -88,9 +88,6 @@ class Problem:
     ex: torch.Tensor = field(init=False, repr=False)
     ez: torch.Tensor = field(init=False, repr=False)
     eg: torch.Tensor = field(init=False, repr=False)
-    #: ``ex + ez`` and ``eg + ex + ez``: the data's share of a gradient's binary exponent (added once, not per step)
-    exz: torch.Tensor = field(init=False, repr=False)
-    egxz: torch.Tensor = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         D = self.D
@@ -101,8 +98,6 @@ class Problem:
             self.XTs = None if D.XT is None else self.Xs.transpose(-1, -2).contiguous()
         self.Zs, self.ez = range_scaled(D.Z)
         self.gs, self.eg = range_scaled(D.gamma)
-        self.exz = self.ex + self.ez
-        self.egxz = self.eg + self.exz
 
     @property
     def fixed_scores(self) -> bool:
@@ -149,8 +144,7 @@ def scaled_gradients(P: Problem, th: dict[str, torch.Tensor], fw, log_domain: bo
         M = torch.zeros(D.B, dtype=D.X.dtype, device=D.X.device)
     if P.param in ("W", "KQ", "diag"):
         G, eG = normalise(grad_from_weights_W(w, P.Xs, P.Zs, P.XTs))
-        # the exponent ew + ex + ez + eG (integers: the data's part is added once, Problem.exz / egxz)
-        E = (P.egxz if gs is P.gs else ew + P.exz) + eG
+        E = ew + P.ex + P.ez + eG
         if P.param == "W":
             return {"W": G}, {"W": M}, {"W": E}
         B = G.shape[0]

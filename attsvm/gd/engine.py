@@ -551,9 +551,9 @@ def _run(
         taken += active.to(torch.int64)
     taken += common
 
-    logs, u = forward(P, th)[:2]
+    logs, u = fw[:2]  # the forward pass at the final iterate (kept with th throughout)
     sel, mxs, stk, _ = summaries(logs, D.opt)
-    pr = primary(th)
+    pr = primary(th, fw)
     npy = lambda x: None if x is None else x.detach().cpu().numpy()  # noqa: E731
     return GDResult(
         param=param,

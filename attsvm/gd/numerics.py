@@ -127,11 +127,7 @@ def normalise(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     lo, hi = _exp_range(x.dtype)
     mant = 52 if x.dtype == torch.float64 else 23
     e = max_exponent(x).clamp_(-hi, mant - lo)  # 2^-e: a normal or subnormal power (exact); subnormal max: 2^-lo
-    table = _POW2.get((x.dtype, x.device))
-    if table is None:  # pow2 builds the table of every power of two (entry j is 2^(first + j))
-        return x * _bview(pow2(-e, x.dtype), x), e
-    first = lo - mant
-    return x * _bview(table[torch.sub(-first, e)], x), e  # -e lies in the table: no clamp
+    return x * _bview(pow2(-e, x.dtype), x), e
 
 
 def fro_norm(x: torch.Tensor) -> torch.Tensor:
