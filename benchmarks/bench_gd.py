@@ -8,12 +8,15 @@ r"""Benchmarks of the batched GD engine (issue 3), printed side by side with a s
    cvxpy + Clarabel; and a plain float64 normalised-GD loop (numpy closed form) that stalls once the
    gradient underflows to zero.
 
-The batched sweep runs two ways: one process with ``--threads`` torch threads (``attsvm.gd.run``), and sharded
-over ``--workers`` single-threaded processes of the pool (:func:`attsvm.gd.shards.run_sharded` on
-:class:`attsvm.pool.Pool`, bit-identical to the one-process run). Each line prints the speed-up over the loop and
-the achieved GFLOP/s of the engine: the arithmetic of the four contractions per step and data set,
-$4Nd(d+T)$ for $W$ (logits $x^\top Wz$ and the gradient $\sum_t\omega_tx_tz^\top$) plus $6d^2m$ for $(K,Q)$
-($KQ^\top$, $GQ$, $G^\top K$), over the engine's own wall time.
+The batched sweep runs with each kernel of ``attsvm.gd.run`` (``--kernels``, default both: ``fused``, the compiled
+CPU kernel that ``kernel="auto"`` takes for these runs, and ``torch``), two ways each: one process with
+``--threads`` threads, and sharded over ``--workers`` single-threaded processes of the pool
+(:func:`attsvm.gd.shards.run_sharded` on :class:`attsvm.pool.Pool`, bit-identical to the one-process run). Each line
+prints the speed-up over the loop and the achieved GFLOP/s of the engine: the arithmetic of the four contractions
+per step and data set, $4Nd(d+T)$ for $W$ (logits $x^\top Wz$ and the gradient $\sum_t\omega_tx_tz^\top$) plus
+$6d^2m$ for $(K,Q)$ ($KQ^\top$, $GQ$, $G^\top K$), over the engine's own wall time. The fused kernel's compiled
+code is cached on disk by numba; ``--cold`` also times one fused process with an empty cache (the first run after
+an install, compilation included).
 
 3. ``--compile-probe``: one plain normalised-GD step on $W$ written as a single function, eager against
    ``torch.compile`` (inductor, CPU): compile time and ms per step (why the engine stays eager on CPU).
@@ -27,6 +30,7 @@ import argparse
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -70,7 +74,7 @@ import time; t0 = time.perf_counter()
 from attsvm import generate
 from attsvm.gd import run
 ds = generate.paper_law({n}, {T}, {d}, seed=0, B={B})
-kw = dict(param="{param}", algo="ngd", lr={lr}, steps={steps})
+kw = dict(param="{param}", algo="ngd", lr={lr}, steps={steps}, kernel="{kernel}")
 if {workers} > 1:
     from attsvm.gd.shards import run_sharded
     from attsvm.pool import Pool
@@ -90,19 +94,33 @@ def flops_per_step(param: str) -> int:
     return 4 * N * D * (D + T) + (6 * D**3 if param == "KQ" else 0)
 
 
-def batched_process(param: str, B: int, steps: int, threads: int, workers: int) -> tuple[float, float, float]:
+def batched_process(
+    param: str, B: int, steps: int, threads: int, workers: int, kernel: str, env: dict | None = None
+) -> tuple[float, float, float]:
     """Wall time of a whole process running the sweep, the engine's own time inside it, and a summary number
-    (the mean final max softmax: the two ways must print the same)."""
-    code = BATCHED.format(n=N, T=T, d=D, B=B, param=param, lr=LR, steps=steps, threads=threads, workers=workers)
+    (the mean final max softmax: the two ways of a kernel must print the same)."""
+    code = BATCHED.format(
+        n=N, T=T, d=D, B=B, param=param, lr=LR, steps=steps, threads=threads, workers=workers, kernel=kernel
+    )
     t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env).stdout
     inner, summary = (float(x) for x in out.split())
     return time.perf_counter() - t0, inner, summary
 
 
-def sweep(param: str, B: int, k: int, steps: int, threads: int, workers: int) -> None:
+def sweep(param: str, B: int, k: int, steps: int, threads: int, workers: int, kernels: list[str], cold: bool) -> None:
     ways = [("1 process", threads, 1)] + ([(f"{workers} processes", 1, workers)] if workers > 1 else [])
-    runs = [(label, *batched_process(param, B, steps, thr, w)) for label, thr, w in ways]
+    runs = []
+    if cold:
+        with tempfile.TemporaryDirectory() as tmp:  # an empty numba cache: the kernel is compiled in this process
+            env = {**os.environ, "NUMBA_CACHE_DIR": tmp}
+            runs.append((f"fused, 1 process, {threads} threads, empty cache", *batched_process(
+                param, B, steps, threads, 1, "fused", env)))  # fmt: skip
+    runs += [
+        (f"{kern}, {label}{f', {thr} threads' if w == 1 else ''}", *batched_process(param, B, steps, thr, w, kern))
+        for kern in kernels
+        for label, thr, w in ways
+    ]
     per = [baseline_run(generate.paper_law(N, T, D, seed=s), param, steps) for s in range(k)]
     base = float(np.mean(per)) * B
     print(
@@ -112,7 +130,7 @@ def sweep(param: str, B: int, k: int, steps: int, threads: int, workers: int) ->
     for label, wall, inner, summary in runs:
         gflops = flops_per_step(param) * B * steps / inner / 1e9
         print(
-            f"   batched, {label:11s}: whole process {wall:7.2f} s (engine {inner:6.2f} s, {gflops:5.2f} GFLOP/s)"
+            f"   {label:42s}: whole process {wall:6.2f} s (engine {inner:6.2f} s, {gflops:5.2f} GFLOP/s)"
             f" | speed-up {base / wall:6.1f}x | mean final max s {summary:.15f}"
         )
 
@@ -186,7 +204,7 @@ def precision(steps: int, seed: int) -> None:
     ds = generate.paper_law(N, T, D, seed=seed)
     Wm = wmm(ds)
     t0 = time.perf_counter()
-    res = run(ds, steps=steps, record_every=steps // 10, targets={"mm": Wm})
+    res = run(ds, steps=steps, record_every=steps // 10, targets={"mm": Wm})  # the fused kernel (auto)
     sec = time.perf_counter() - t0
     gap = 1 - res.trajectory["corr:mm"][:, 0]
     ok = bool(np.array_equal(res.selection[0], ds.opt))
@@ -208,6 +226,8 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
     ap.add_argument("--workers", type=int, default=2, help="processes of the sharded sweep (1: only one process)")
     ap.add_argument("--compile-probe", action="store_true", help="also time torch.compile on one W step")
+    ap.add_argument("--kernels", default="fused,torch", help="kernels of the sweep, comma-separated (fused,torch)")
+    ap.add_argument("--cold", action="store_true", help="also one fused process with an empty numba cache")
     ap.add_argument("--skip-precision", action="store_true", help="only the sweeps")
     ap.add_argument(
         "--threads",
@@ -221,7 +241,7 @@ def main() -> int:
     if a.quick:
         a.seeds, a.baseline_runs, a.precision_steps, steps = 50, 2, 10_000, 200
     for param in ("W", "KQ"):
-        sweep(param, a.seeds, a.baseline_runs, steps, a.threads, a.workers)
+        sweep(param, a.seeds, a.baseline_runs, steps, a.threads, a.workers, a.kernels.split(","), a.cold)
     if a.compile_probe:
         compile_probe(50 if a.quick else 200)
     if not a.skip_precision:

@@ -63,7 +63,9 @@ algorithms (--algo; every one with --schedule constant lr_k = LR or rsqrt lr_k =
   adam  m_k = B1 m_k-1 + (1-B1) g_k, v_k = B2 v_k-1 + (1-B2) g_k^2 (entrywise),
         W_k+1 = W_k - lr_k m_k/(1-B1^(k+1)) / (sqrt(v_k/(1-B2^(k+1))) + EPS)
   (KQ, vp: each factor separately; the header line names the norm, q, schedule and Adam settings, and --json
-  gives them under "settings")
+  gives them under "settings" and the kernel that computed the steps under "kernel": --kernel auto takes the
+  compiled CPU kernel "fused" for ngd on W or KQ, linear head, float64 — several times faster, equal to the
+  torch kernel to rounding — and the torch kernel "torch" for everything else)
 
 output columns (one row per run; run b is data set b of the file, in file order):
   run           index of the data set in the file (0 for a single data set)
@@ -252,7 +254,15 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "--threads",
         type=int,
         default=1,
-        help="torch CPU threads for the run; more help big batches (default: %(default)s)",
+        help="CPU threads for the run; more help big batches (default: %(default)s)",
+    )
+    p.add_argument(
+        "--kernel",
+        choices=["auto", "torch", "fused"],
+        default="auto",
+        help="how the steps are computed: the compiled CPU kernel (fused: ngd on W or (K,Q), linear head, float64), "
+        "the torch loop (every algorithm, device and dtype), or auto = fused where it applies; docs/gd.md "
+        "(default: %(default)s)",
     )
     add_pool_options(
         p,
@@ -506,6 +516,7 @@ def run(args: argparse.Namespace) -> int:
             device=args.device,
             dtype=args.dtype,
             threads=args.threads,
+            kernel=args.kernel,
             progress=lambda k, total: prog.update(stage, k, total),
         )
     prog.close()
@@ -551,6 +562,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         out = {"param": args.param, "algo": args.algo, "device": args.device, "seconds": res.seconds}
         out["settings"] = _settings_json(res.settings)
+        out["kernel"] = res.kernel
         if solver is not None:
             out.update(target=args.target, svm=solver.svm)
         out["runs"] = runs
@@ -565,7 +577,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _settings_json(st) -> dict[str, Any]:
-    """The run's :class:`~attsvm.gd.algorithms.Settings` as JSON (``adam_betas`` a list; ``null`` for unset)."""
+    """The run's :class:`~attsvm.gd.settings.Settings` as JSON (``adam_betas`` a list; ``null`` for unset)."""
     import dataclasses
 
     d = dataclasses.asdict(st)

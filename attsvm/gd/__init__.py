@@ -16,7 +16,7 @@ Main entry point::
   iterate); trajectories.
 * :func:`steepest_direction` — $\arg\max_{\|\Delta\|\le1}\langle G,\Delta\rangle$ per data set (:mod:`.steepest`).
 * scale safety (:mod:`.numerics`): exact power-of-two rescaling of every gradient, scale-safe norms, and the
-  up-front refusal (:func:`~attsvm.gd.numerics.check_ranges`) of runs whose scores, logits or parameters could
+  up-front refusal (:func:`~attsvm.gd.ranges.check_ranges`) of runs whose scores, logits or parameters could
   leave float64.
 * :func:`cone_init`, :func:`initial_params` — initial points (:mod:`.init`).
 * :func:`regularization_path` / :class:`PathResult` — $\bar W_R\in\arg\min_{\|W\|\le R}\mathcal L$ (:mod:`.regpath`).
@@ -30,38 +30,61 @@ Main entry point::
   :func:`grad_vp_torch`, :func:`loss_W_torch`, :func:`loss_p_torch`, :func:`token_weights_logdomain`, ...
 """
 
-from .algorithms import ALGOS, SCHEDULES, Settings
-from .engine import STOP_REASONS, GDResult, run
+from importlib import import_module
+from typing import Any
+
+from .engine import KERNELS, STOP_REASONS, GDResult, run
 from .init import cone_init, initial_params
-from .model_torch import (
-    TorchData,
-    corr_t,
-    grad_from_weights_p,
-    grad_from_weights_W,
-    grad_KQ_torch,
-    grad_p_torch,
-    grad_vp_torch,
-    grad_W_torch,
-    head_outputs,
-    log_softmax_t,
-    logits_p,
-    logits_W,
-    loss_p_torch,
-    loss_value_t,
-    loss_W_torch,
-    token_weights,
-    token_weights_logdomain,
-    token_weights_logdomain_pairwise,
-)
 from .reference import gd_reference, log_gradient, ngd_reference
-from .regpath import PathResult, regularization_path
-from .steepest import NORMS
-from .steepest import direction as steepest_direction
-from .trajectory import SATURATED, fit_log_rate, fit_power
-from .trap import Trap, trap_analysis, trap_margin, trap_replay, trap_sets, trap_sweep
+from .settings import ALGOS, NORMS, SCHEDULES, Settings
+
+# the names below live in modules that import torch: loaded on first use, so that ``from attsvm.gd import run`` and a
+# run of the fused kernel never import torch
+_LAZY = {
+    **dict.fromkeys(
+        (
+            "TorchData",
+            "corr_t",
+            "grad_from_weights_p",
+            "grad_from_weights_W",
+            "grad_KQ_torch",
+            "grad_p_torch",
+            "grad_vp_torch",
+            "grad_W_torch",
+            "head_outputs",
+            "log_softmax_t",
+            "logits_p",
+            "logits_W",
+            "loss_p_torch",
+            "loss_value_t",
+            "loss_W_torch",
+            "token_weights",
+            "token_weights_logdomain",
+            "token_weights_logdomain_pairwise",
+        ),
+        ".model_torch",
+    ),
+    "PathResult": ".regpath",
+    "regularization_path": ".regpath",
+    "steepest_direction": ".steepest",
+    "SATURATED": ".trajectory",
+    "fit_log_rate": ".trajectory",
+    "fit_power": ".trajectory",
+    **dict.fromkeys(("Trap", "trap_analysis", "trap_margin", "trap_replay", "trap_sets", "trap_sweep"), ".trap"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'attsvm.gd' has no attribute {name!r}")
+    value = getattr(import_module(_LAZY[name], __name__), "direction" if name == "steepest_direction" else name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "ALGOS",
+    "KERNELS",
     "GDResult",
     "NORMS",
     "PathResult",

@@ -64,11 +64,8 @@ from .model_torch import (
     token_weights_logdomain,
 )
 from .numerics import ldexp, lp_norm, normalise, range_scaled
+from .settings import SCHEDULES, Settings
 from .steepest import direction_parts
-
-ALGOS = ("gd", "ngd", "md", "nsd", "adam", "nmd")
-#: step-size schedules (:func:`step_size`)
-SCHEDULES = ("constant", "rsqrt")
 
 
 @dataclass
@@ -191,36 +188,6 @@ def gradients(P: Problem, th: dict[str, torch.Tensor], fw, log_domain: bool):
 
 def _bshape(x: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     return x.view(x.shape[0], *([1] * (like.dim() - 1)))
-
-
-#: how ``ngd`` normalises the gradients of several factors ($(K,Q)$, $(v,p)$)
-NORMALIZE = ("per-factor", "joint")
-
-
-@dataclass(frozen=True)
-class Settings:
-    r"""How a step is taken (fixed during a run).
-
-    ``ridge`` $\lambda$: the penalty $\lambda\sum_k\|\theta_k\|_F^2$ (the paper's $(K,Q)$ runs use
-    $\lambda=\varepsilon_{64}=2^{-52}$). ``normalize`` (``ngd``): ``"per-factor"``
-    $\theta_k\leftarrow\theta_k-\eta\,g_k/(\|g_k\|_F+\epsilon)$, or ``"joint"``
-    $\theta_k\leftarrow\theta_k-\eta\,g_k/(\|g\|+\epsilon)$ with $\|g\|^2=\sum_k\|g_k\|_F^2$ (one
-    normalised step of the whole parameter vector). ``grad_eps`` $\epsilon\ge0$: the authors' normaliser
-    $g/(\|g\|+\epsilon)$, $\epsilon=2^{-52}$ in their code (0: exactly $g/\|g\|$). ``q``: the $\ell_q$
-    potential of ``md`` / ``nmd``, and the exponent of ``nsd`` with ``norm="lq"``. ``norm`` (``nsd`` only):
-    one of :data:`~attsvm.gd.steepest.NORMS`. ``schedule``: :data:`SCHEDULES` (:func:`step_size`).
-    ``adam_betas`` $(\beta_1,\beta_2)$, $0\le\beta_1<\sqrt{\beta_2}<1$, and ``adam_eps`` $\epsilon\ge0$
-    (default 0, the $\epsilon\to0$ algorithm of the theory; ``torch.optim.Adam`` uses $10^{-8}$): ``adam``."""
-
-    algo: str = "ngd"
-    ridge: float = 0.0
-    q: float | None = None
-    normalize: str = "per-factor"
-    grad_eps: float = 0.0
-    norm: str | None = None
-    schedule: str = "constant"
-    adam_betas: tuple[float, float] = (0.9, 0.999)
-    adam_eps: float = 0.0
 
 
 def log_scaled(

@@ -2,7 +2,7 @@ r"""The batched gradient-descent engine: :func:`run` and its result :class:`GDRe
 
 One call runs the chosen algorithm on every data set of a batch at once (leading axis $B$; a single
 data set is a batch of one), on ``device`` in ``dtype`` (float64 default), deterministically for a seed. The
-algorithms (:data:`~attsvm.gd.algorithms.ALGOS`: ``gd``, ``ngd``, ``md``, ``nsd``, ``adam``, ``nmd``) and step
+algorithms (:data:`~attsvm.gd.settings.ALGOS`: ``gd``, ``ngd``, ``md``, ``nsd``, ``adam``, ``nmd``) and step
 schedules are those of :mod:`.algorithms`; :func:`settings_of` validates their settings, and
 :attr:`GDResult.settings` records them.
 
@@ -23,16 +23,24 @@ Stop rules, checked per data set (a stopped data set is frozen while the others 
   where ($k+1$). A normalised run is bounded up front (below), so it gets here only through the loss
   or a nonlinear head (e.g. $e^{-u}$ overflowing); plain ``gd`` / ``md`` have no a-priori bound.
 
-**Scale safety** (:mod:`.numerics`). Every direction, step, norm and correlation is computed from exact
+**Scale safety** (:mod:`.numerics`, :mod:`.ranges`). Every direction, step, norm and correlation is computed from exact
 power-of-two rescalings (bit-identical to the plain formulas where those are representable). Before a run,
-:func:`~attsvm.gd.numerics.check_ranges` refuses (:class:`~attsvm.errors.InputError`) data and settings
+:func:`~attsvm.gd.ranges.check_ranges` refuses (:class:`~attsvm.errors.InputError`) data and settings
 whose scores $|x|\,|v|$, logits $|x|\,|z|\,R$ or parameter norms $R$ could leave float64 — for ``ngd``
 $R=\|\theta_0\|+\eta\cdot$``steps`` bounds the whole run ($\|\theta_{k+1}-\theta_k\|=\eta$ per factor), for
 ``nsd`` / ``adam`` / ``nmd`` the same with the step bound of the algorithm and $\sum_k\eta_k$ of the schedule
-(:func:`~attsvm.gd.numerics.step_bound`); for ``gd`` / ``md`` $R=\|\theta_0\|$ — and an initial point whose
+(:func:`~attsvm.gd.ranges.step_bound`); for ``gd`` / ``md`` $R=\|\theta_0\|$ — and an initial point whose
 logits or loss are not finite is bad input too.
 So a run either runs correctly, or is refused with one line naming the field and the bound, or stops
 ``non-finite`` at its last finite iterate: never a silent zero or NaN.
+
+**Kernels** (``kernel``). ``"torch"``: the batched torch loop (:mod:`.loop`; every algorithm, parametrisation,
+head, device and dtype). ``"fused"``: the compiled CPU kernel (:mod:`.fused`) for the runs of
+:func:`fused_applies` — ``ngd`` per factor without ridge or normaliser epsilon on ``W`` or ``(K,Q)``, a linear head,
+CPU, float64 — several times faster and without importing torch. ``"auto"`` (default) takes ``"fused"`` where it
+applies. The two kernels compute the same formulas in the same order, agree to rounding (``tol("batch_rtol")``
+over short runs; both match the 50-digit replay), and each gives a data set the same bits wherever it sits in a
+batch; they are not bit-identical to each other (:mod:`.fused`, "Numbers").
 """
 
 from __future__ import annotations
@@ -43,22 +51,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import torch
 
 from .. import html
 from ..data import Dataset
 from ..errors import InputError
 from ..tables import CDOTS, Math, keep, norm_label, number, vector_math
-from .algorithms import ALGOS, NORMALIZE, SCHEDULES, Problem, Settings, W_of, forward, initial_state, step
 from .init import PARAMS, initial_params
-from .model_torch import LOSSES, NTP_LOSS, NTP_SQUARE, TorchData, corr_t, loss_value_t, ntp_square_head
-from .numerics import check_ranges, fro_norm
-from .steepest import NORMS
-from .trajectory import Recorder, summaries
+from .ranges import check_ranges
+from .settings import ALGOS, LOSSES, NORMALIZE, NORMS, NTP_LOSS, NTP_SQUARE, SCHEDULES, Settings
 
 STOP_REASONS = ("steps", "underflow", "target_corr", "non-finite")
 #: what a ``non-finite`` stop found, by code (0: nothing)
 NONFINITE = ("", "parameters overflowed", "logits overflowed", "loss overflowed")
+#: how the steps are computed (module docstring, "Kernels")
+KERNELS = ("auto", "torch", "fused")
+#: the dtypes of a run, by name
+DTYPES = ("float64", "float32")
+#: the losses the fused kernel evaluates
+FUSED_LOSSES = ("logistic", "exponential", "correlation", "nll")
 
 
 @dataclass(repr=False)
@@ -86,6 +96,7 @@ class GDResult:
     nonfinite: list[str] = field(default_factory=list)  # (B,) what a "non-finite" stop found ("" otherwise)
     nonfinite_step: np.ndarray | None = None  # (B,) int: the update that produced it (-1 otherwise)
     settings: Settings | None = None  # how the steps were taken (algo, norm, schedule, Adam's betas / eps, ...)
+    kernel: str = "torch"  # what computed them: "torch" or "fused" (module docstring, "Kernels")
 
     @property
     def B(self) -> int:
@@ -158,52 +169,8 @@ class GDResult:
         return html.card("GDResult", f"parameterisation {self.param}, algorithm {self.algo}", fields, sections)
 
 
-def device_of(device: str) -> torch.device:
-    """A validated torch device (``cpu``, ``cuda``, ``cuda:N``); InputError otherwise."""
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError) as exc:
-        raise InputError(f"unknown device {device!r}") from exc
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise InputError("device 'cuda' requested but no CUDA device is available")
-    if dev.type not in ("cpu", "cuda"):
-        raise InputError(f"device must be 'cpu' or 'cuda', got {device!r}")
-    return dev
-
-
-def dtype_of(dtype: str) -> torch.dtype:
-    """``float64`` / ``float32`` as a torch dtype; InputError otherwise."""
-    table = {"float64": torch.float64, "float32": torch.float32}
-    if str(dtype).replace("torch.", "") not in table:
-        raise InputError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
-    return table[str(dtype).replace("torch.", "")]
-
-
-def head_of(head: Any, B: int, d: int, param: str, dev, dt):
-    """A validated nonlinear head (None, ``("relu", V)`` with V on the device, ``("quadratic", lam)``)."""
-    if head is None:
-        return None
-    if param == "vp":
-        raise InputError("a nonlinear head is not available for joint (v,p) training")
-    if not (isinstance(head, tuple | list) and len(head) == 2):
-        raise InputError("head must be None, ('relu', V) or ('quadratic', lam)")
-    kind, par = head
-    if kind == "relu":
-        V = np.asarray(par, dtype=np.float64)
-        if V.ndim == 2:
-            V = np.broadcast_to(V, (B, *V.shape))
-        if V.ndim != 3 or V.shape[:2] != (B, d) or not np.all(np.isfinite(V)):
-            raise InputError(f"relu head V must be finite with shape (d,d') or (B,d,d'), d={d}")
-        return ("relu", torch.as_tensor(np.ascontiguousarray(V), dtype=dt, device=dev))
-    if kind == "quadratic":
-        lam = float(par)
-        if not np.isfinite(lam):
-            raise InputError("quadratic head lambda must be finite")
-        return ("quadratic", lam)
-    raise InputError(f"unknown head {kind!r}; expected 'relu' or 'quadratic'")
-
-
-def _lr(lr: Any, D: TorchData, ds: Dataset, loss: str) -> np.ndarray:
+def lr_of(lr: Any, B: int, ds: Any, loss: str) -> np.ndarray:
+    """The (B,) step sizes of ``lr`` (a positive number, (B,) positive numbers, or ``"1/L"`` per data set)."""
     if isinstance(lr, str):
         if lr != "1/L":
             raise InputError(f"lr must be a positive number or '1/L', got {lr!r}")
@@ -217,7 +184,7 @@ def _lr(lr: Any, D: TorchData, ds: Dataset, loss: str) -> np.ndarray:
 
             L = np.atleast_1d(smoothness_constant(Arrays(f.X, f.Y, f.Z, f.v, f.mask), loss))
         with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-            out = np.broadcast_to(1.0 / L, (D.B,)).astype(np.float64)
+            out = np.broadcast_to(1.0 / L, (B,)).astype(np.float64)
         if not np.all(np.isfinite(out) & (out > 0)):
             b = int(np.argmax(~(np.isfinite(out) & (out > 0))))
             raise InputError(
@@ -227,13 +194,14 @@ def _lr(lr: Any, D: TorchData, ds: Dataset, loss: str) -> np.ndarray:
         return out
     arr = np.asarray(lr, dtype=np.float64)
     if arr.ndim == 0:
-        arr = np.full(D.B, float(arr))
-    if arr.shape != (D.B,) or not np.all(np.isfinite(arr)) or np.any(arr <= 0):
-        raise InputError(f"lr must be a positive number, '1/L', or (B,) positive numbers (B={D.B})")
+        arr = np.full(B, float(arr))
+    if arr.shape != (B,) or not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+        raise InputError(f"lr must be a positive number, '1/L', or (B,) positive numbers (B={B})")
     return arr
 
 
-def _targets(targets: dict | None, param: str, B: int, d: int) -> dict[str, np.ndarray]:
+def targets_of(targets: dict | None, param: str, B: int, d: int) -> dict[str, np.ndarray]:
+    """Validated targets, (B, ...) each (for the ``corr:`` records and the ``target_corr`` rule)."""
     if not targets:
         return {}
     shape = (d,) if param in ("p", "vp") else (d, d)
@@ -248,25 +216,6 @@ def _targets(targets: dict | None, param: str, B: int, d: int) -> dict[str, np.n
             raise InputError(f"target {name!r} is zero")
         out[str(name)] = a
     return out
-
-
-def _summary(P: Problem, th, fw, pr, tg, record_params: bool) -> dict[str, torch.Tensor]:
-    logs, u = fw[0], fw[1]
-    sel, mxs, stk, _ = summaries(logs, P.D.opt)
-    vals = {
-        "loss": loss_value_t(u, P.loss).mean(-1),
-        "norm": fro_norm(pr),
-        "selection": sel,
-        "max_softmax": mxs,
-        "stuck": stk,
-    }
-    for name, tgt in tg.items():
-        vals[f"corr:{name}"] = corr_t(pr, tgt)
-    if record_params:
-        vals.update(th)
-        if P.param in ("KQ", "diag"):
-            vals["W"] = pr
-    return vals
 
 
 def _number(x: Any) -> bool:
@@ -285,13 +234,13 @@ def settings_of(
     adam_betas: Any = (0.9, 0.999),
     adam_eps: Any = 0.0,
 ) -> Settings:
-    r"""Validated :class:`~attsvm.gd.algorithms.Settings` for :func:`run` (:class:`~attsvm.errors.InputError`
+    r"""Validated :class:`~attsvm.gd.settings.Settings` for :func:`run` (:class:`~attsvm.errors.InputError`
     naming the bad argument): ``q`` finite $>1$, required by ``md`` / ``nmd`` (``W`` and ``p`` only) and by ``nsd``
-    with ``norm="lq"``, refused elsewhere; ``norm`` in :data:`~attsvm.gd.steepest.NORMS`, required by and only
+    with ``norm="lq"``, refused elsewhere; ``norm`` in :data:`~attsvm.gd.settings.NORMS`, required by and only
     for ``nsd``; ``normalize`` / ``grad_eps`` only for ``ngd``; ``adam_betas`` $(\beta_1,\beta_2)$ with
-    $0\le\beta_1<\sqrt{\beta_2}<1$ (the Adam step is then bounded, :func:`~attsvm.gd.numerics.adam_entry_bound`)
+    $0\le\beta_1<\sqrt{\beta_2}<1$ (the Adam step is then bounded, :func:`~attsvm.gd.ranges.adam_entry_bound`)
     and ``adam_eps`` $\ge0$ only for ``adam`` (other values than the defaults are refused elsewhere);
-    ``schedule`` in :data:`~attsvm.gd.algorithms.SCHEDULES` (every algorithm)."""
+    ``schedule`` in :data:`~attsvm.gd.settings.SCHEDULES` (every algorithm)."""
     if algo not in ALGOS:
         raise InputError(f"algo must be one of {ALGOS}, got {algo!r}")
     if not _number(ridge) or ridge < 0:
@@ -332,6 +281,78 @@ def settings_of(
     return Settings(algo, float(ridge), q, normalize, float(grad_eps), norm, schedule, (b1, b2), float(adam_eps))
 
 
+def dtype_name_of(dtype: Any) -> str:
+    """``"float64"`` / ``"float32"`` for a name or a torch dtype; InputError otherwise."""
+    name = str(dtype).replace("torch.", "")
+    if name not in DTYPES:
+        raise InputError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
+    return name
+
+
+def fused_applies(job: Job) -> bool:
+    """Whether the fused CPU kernel (:mod:`.fused`) computes this run: ``ngd`` per factor (joint is the same for one
+    factor), no ridge, no normaliser epsilon, on ``W`` or ``KQ``, a linear head, a loss of :data:`FUSED_LOSSES`,
+    the CPU, float64."""
+    S = job.settings
+    return (
+        S.algo == "ngd"
+        and job.param in ("W", "KQ")
+        and (S.normalize == "per-factor" or job.param == "W")
+        and S.ridge == 0
+        and S.grad_eps == 0
+        and job.head is None
+        and job.loss in FUSED_LOSSES
+        and str(job.device) == "cpu"
+        and job.dtype == "float64"
+    )
+
+
+@dataclass
+class Job:
+    """A validated run (everything :func:`run` checks without torch), handed to a kernel."""
+
+    ds: Any
+    param: str
+    settings: Settings
+    loss: str
+    head: Any
+    steps: int
+    width: int
+    lr: np.ndarray  # (B,)
+    init: dict[str, np.ndarray]  # the initial factors, (B, ...)
+    targets: dict[str, np.ndarray]
+    stop_corr: float | None
+    record_every: int | None
+    record_params: bool
+    device: Any
+    dtype: str
+    B: int
+    d: int
+
+    def check_ranges(self, head: Any = None) -> None:
+        """:func:`~attsvm.gd.ranges.check_ranges` for this run (``head``: the head on the device, if any)."""
+        f = self.ds.flat()
+        lead = (lambda a: a) if self.ds.batched else (lambda a: np.asarray(a)[None])  # noqa: E731
+        S = self.settings
+        check_ranges(
+            X=lead(f.X),
+            Z=lead(f.Z),
+            v=lead(f.v),
+            param=self.param,
+            algo=S.algo,
+            lr=self.lr,
+            steps=self.steps,
+            init=self.init,
+            head=head,
+            dtype=self.dtype,
+            batched=self.ds.batched,
+            schedule=S.schedule,
+            norm=S.norm,
+            q=S.q,
+            adam_betas=S.adam_betas,
+        )
+
+
 def run(
     ds: Dataset,
     *,
@@ -361,55 +382,46 @@ def run(
     record_params: bool = False,
     threads: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    kernel: str = "auto",
 ) -> GDResult:
     r"""Run ``algo`` on ``param`` for every data set of ``ds`` at once (see the module and package docs).
 
     Returns a :class:`GDResult` whose arrays have a leading batch axis (B=1 for a single data set).
-    ``threads``: torch CPU threads during the run (default 1: the per-step tensors are small, and one
-    thread per process is fastest on a shared machine); the previous setting is restored afterwards.
-    ``progress``: called as ``progress(k, steps)`` with $k=0,1,\dots$ updates done, before update $k+1$; the last
-    call has ``k == steps``, or a smaller $k$ when every data set stopped earlier. It receives Python integers
-    only (no device synchronisation) and cannot change the iterates."""
+    ``threads``: CPU threads during the run (default 1: one thread per process is fastest on a shared machine;
+    torch's setting is restored afterwards, the fused kernel runs contiguous groups of data sets on Python
+    threads). ``progress``: called as ``progress(k, steps)`` with $k$ updates done, before update $k+1$: the torch
+    kernel calls it for $k=0,1,\dots$, the fused kernel at $k=0$, every :data:`~attsvm.gd.fused.PROGRESS_EVERY`-th
+    part of the run and at the record steps; the last call has ``k == steps``, or a smaller $k$ when every data set
+    stopped earlier. It receives Python integers only and cannot change the iterates. ``kernel``: :data:`KERNELS`
+    (module docstring, "Kernels"); ``"fused"`` for a run the fused kernel does not compute is an error."""
     if threads is not None and (int(threads) != threads or threads < 1):
         raise InputError(f"threads must be a positive integer, got {threads!r}")
-    before = torch.get_num_threads()
-    torch.set_num_threads(1 if threads is None else int(threads))
-    try:
-        with torch.inference_mode():
-            return _run(**{k: v for k, v in locals().items() if k not in ("threads", "before")})
-    finally:
-        torch.set_num_threads(before)
-
-
-def _run(
-    ds,
-    param,
-    algo,
-    lr,
-    steps,
-    q,
-    m,
-    ridge,
-    normalize,
-    grad_eps,
-    norm,
-    schedule,
-    adam_betas,
-    adam_eps,
-    loss,
-    head,
-    init,
-    init_scale,
-    seed,
-    record_every,
-    targets,
-    stop_corr,
-    device,
-    dtype,
-    record_params,
-    progress,
-) -> GDResult:
+    if kernel not in KERNELS:
+        raise InputError(f"kernel must be one of {KERNELS}, got {kernel!r}")
     t0 = time.perf_counter()
+    job = _prepare(
+        ds, param, algo, lr, steps, q, m, ridge, normalize, grad_eps, norm, schedule, adam_betas, adam_eps, loss, head,
+        init, init_scale, seed, record_every, targets, stop_corr, device, dtype, record_params, progress,
+    )  # fmt: skip
+    fused = fused_applies(job)
+    if kernel == "fused" and not fused:
+        raise InputError(
+            "kernel 'fused' computes algo 'ngd' (per factor, ridge 0, grad_eps 0) on param 'W' or 'KQ' with a linear "
+            f"head and the losses {', '.join(FUSED_LOSSES)}, on the CPU in float64; use kernel 'torch' or 'auto'"
+        )
+    if fused and kernel != "torch":
+        from .fused import run_fused
+
+        return run_fused(job, 1 if threads is None else int(threads), progress, t0)
+    from .loop import run_torch
+
+    return run_torch(job, threads, progress, t0)
+
+
+def _prepare(
+    ds, param, algo, lr, steps, q, m, ridge, normalize, grad_eps, norm, schedule, adam_betas, adam_eps, loss, head,
+    init, init_scale, seed, record_every, targets, stop_corr, device, dtype, record_params, progress,
+) -> Job:  # fmt: skip
     ntp = getattr(ds, "kind", None) == "ntp"
     if not (isinstance(ds, Dataset) or ntp):
         raise InputError("ds must be an attsvm Dataset or next-token data (attsvm.ntp.NTPData)")
@@ -441,174 +453,29 @@ def _run(
         raise InputError("stop_corr needs at least one target")
     if progress is not None and not callable(progress):
         raise InputError("progress must be None or a callable progress(k, steps)")
-    dev, dt = device_of(device), dtype_of(dtype)
-
-    D = TorchData.of(ds, dev, dt)
-    B, N, T, d = D.X.shape
+    dtype = dtype_name_of(dtype)
+    f = ds.flat()
+    B = int(f.X.shape[0]) if ds.batched else 1
+    d = int(f.X.shape[-1])
     mw = d if m is None else int(m)
     if mw < 1:
         raise InputError(f"width m must be positive, got {m!r}")
-    hd = ntp_square_head(ds, dev, dt) if square else head_of(head, B, d, param, dev, dt)
-    lr_np = _lr(lr, D, ds, loss)
-    th0 = initial_params(param, init, B, d, mw, seed, init_scale)
-    f = ds.flat()
-    lead = (lambda a: a) if ds.batched else (lambda a: np.asarray(a)[None])  # noqa: E731
-    check_ranges(
-        X=lead(f.X),
-        Z=lead(f.Z),
-        v=lead(f.v),
+    return Job(
+        ds=ds,
         param=param,
-        algo=algo,
-        lr=lr_np,
-        steps=steps,
-        init=th0,
-        head=hd,
-        dtype=dt,
-        batched=ds.batched,
-        schedule=settings.schedule,
-        norm=settings.norm,
-        q=settings.q,
-        adam_betas=settings.adam_betas,
-    )
-    P = Problem(D, param, loss, hd)
-    lr_t = torch.as_tensor(lr_np, dtype=dt, device=dev)
-    tg = {k: torch.as_tensor(np.array(a), dtype=dt, device=dev) for k, a in _targets(targets, param, B, d).items()}
-    first = next(iter(tg), None)
-
-    th = {k: torch.as_tensor(a, dtype=dt, device=dev) for k, a in th0.items()}
-    state = initial_state(settings, th)  # md / nmd: the dual iterate; adam: the moments
-
-    def primary(th_, fw_=None):  # the forward pass's W when it has one (KQ / diag: not formed twice)
-        if param in ("p", "vp"):
-            return th_["p"]
-        return W_of(th_) if fw_ is None else fw_[4]
-
-    rec = None
-    if record_every is not None:
-        pshapes: dict[str, tuple[int, ...]] = {}
-        if record_params:
-            pshapes = {k: tuple(a.shape[1:]) for k, a in th.items()}
-            if param in ("KQ", "diag"):
-                pshapes["W"] = (d, d)
-        rec = Recorder(record_every, steps, B, N, list(tg), pshapes, D.X)
-
-    active = torch.ones(B, dtype=torch.bool, device=dev)
-    taken = torch.zeros(B, dtype=torch.int64, device=dev)  # steps taken after the first stop
-    common = 0  # steps taken while every data set was active
-    everyone = True
-    reason = torch.zeros(B, dtype=torch.int64, device=dev)  # index into STOP_REASONS
-    nf_code = torch.zeros(B, dtype=torch.int64, device=dev)  # index into NONFINITE
-    nf_step = torch.full((B,), -1, dtype=torch.int64, device=dev)
-    thr = None if stop_corr is None else 1.0 - float(stop_corr)
-
-    def stop(mask: torch.Tensor, code: int) -> None:
-        nonlocal active, reason, everyone
-        hit = active & mask
-        reason = torch.where(hit, torch.full_like(reason, code), reason)
-        active = active & ~hit
-        everyone = False
-
-    fw = forward(P, th)
-    code0 = nonfinite_code(P, th, fw, state)
-    if bool((code0 > 0).any()):
-        b = int(torch.argmax((code0 > 0).to(torch.int64)))
-        where = f" (data set {b})" if ds.batched else ""
-        raise InputError(
-            f"init{where}: {NONFINITE[int(code0[b])]} at the initial point ({str(dt).replace('torch.', '')}); "
-            "rescale the data or change init"
-        )
-    for k in range(steps + 1):
-        if progress is not None:
-            progress(k, steps)
-        if rec is not None and rec.due(k):
-            rec.add(k, _summary(P, th, fw, primary(th, fw), tg, record_params))
-        if thr is not None:
-            hit = corr_t(primary(th, fw), tg[first]) >= thr
-            if bool((hit & active).any()):
-                stop(hit, 2)
-        if k == steps or not (everyone or bool(active.any())):
-            break
-        new, newstate, zero = step(settings, P, th, fw, lr_t, state, k)
-        fw_new = forward(P, new)
-        ok = outputs_finite(P, fw_new)  # non-finite parameters make the outputs non-finite too
-        if bool(((zero | ~ok) & active).any()):  # one host sync per step for both stop rules
-            stop(zero, 1)
-            code = nonfinite_code(P, new, fw_new, newstate)
-            bad = (code > 0) & active
-            nf_code = torch.where(bad, code, nf_code)
-            nf_step = torch.where(bad, torch.full_like(nf_step, k + 1), nf_step)
-            stop(bad, 3)
-        if everyone:
-            th, state, fw = new, newstate, fw_new
-            common += 1
-            continue
-        for key in th:
-            th[key] = torch.where(active.view(B, *([1] * (th[key].dim() - 1))), new[key], th[key])
-        if state is not None:
-            for key in state:
-                state[key] = torch.where(active.view(B, *([1] * (state[key].dim() - 1))), newstate[key], state[key])
-        fw = _merge(active, fw_new, fw)
-        taken += active.to(torch.int64)
-    taken += common
-
-    logs, u = fw[:2]  # the forward pass at the final iterate (kept with th throughout)
-    sel, mxs, stk, _ = summaries(logs, D.opt)
-    pr = primary(th, fw)
-    npy = lambda x: None if x is None else x.detach().cpu().numpy()  # noqa: E731
-    return GDResult(
-        param=param,
-        algo=algo,
-        W=npy(pr) if param in ("W", "KQ", "diag") else None,
-        K=npy(th.get("K", th.get("k"))),
-        Q=npy(th.get("Q", th.get("q"))),
-        p=npy(th.get("p")),
-        v=npy(th.get("v")),
-        loss=npy(loss_value_t(u, loss).mean(-1)),
-        norm=npy(fro_norm(pr)),
-        selection=npy(sel),
-        log_softmax=npy(logs),
-        max_softmax=npy(mxs),
-        stuck=npy(stk),
-        steps=npy(taken),
-        stop_reason=[STOP_REASONS[i] for i in npy(reason).tolist()],
-        trajectory={} if rec is None else rec.result(),
-        seconds=time.perf_counter() - t0,
-        lr=lr_np,
-        nonfinite=[NONFINITE[i] for i in npy(nf_code).tolist()],
-        nonfinite_step=npy(nf_step),
         settings=settings,
+        loss=loss,
+        head=head,
+        steps=steps,
+        width=mw,
+        lr=lr_of(lr, B, ds, loss),
+        init=initial_params(param, init, B, d, mw, seed, init_scale),
+        targets=targets_of(targets, param, B, d),
+        stop_corr=None if stop_corr is None else float(stop_corr),
+        record_every=None if record_every is None else int(record_every),
+        record_params=bool(record_params),
+        device=device,
+        dtype=dtype,
+        B=B,
+        d=d,
     )
-
-
-def outputs_finite(P: Problem, fw) -> torch.Tensor:
-    r"""(B,) bool: the outputs $u_i$ and the loss $\frac1N\sum_i\ell(u_i)$ are finite (fast: two reductions).
-    A non-finite parameter always shows here: it makes every logit, hence $\log s$ and $u$, non-finite."""
-    u = fw[1]
-    ok = torch.isfinite(u).all(-1)
-    if P.loss == "exponential":  # logistic log(1+e^{-u}) <= |u| + log 2 and correlation -u are finite with u
-        ok &= torch.isfinite(loss_value_t(u, P.loss).mean(-1))
-    return ok
-
-
-def nonfinite_code(P: Problem, th: dict[str, torch.Tensor], fw, state: dict[str, torch.Tensor] | None) -> torch.Tensor:
-    r"""(B,) index into :data:`NONFINITE` of the first non-finite quantity at $\theta$: 1 parameters (or the
-    optimizer state: the mirror-descent dual, Adam's moments), 2 logits / outputs $u_i$ (the log-softmax of an
-    overflowed logit is NaN), 3 the loss $\ell(u_i)$ (e.g. $e^{-u}$ overflowing); 0 when everything is finite."""
-    ok_p = None
-    for a in [*th.values(), *(state or {}).values()]:
-        o = torch.isfinite(a.reshape(a.shape[0], -1)).all(-1)
-        ok_p = o if ok_p is None else ok_p & o
-    u = fw[1]
-    ok_u = torch.isfinite(u).all(-1)
-    ok_l = torch.isfinite(loss_value_t(u, P.loss).mean(-1))
-    one = torch.ones_like(u[:, 0], dtype=torch.int64)
-    return torch.where(~ok_p, one, torch.where(~ok_u, 2 * one, torch.where(~ok_l, 3 * one, 0 * one)))
-
-
-def _merge(active: torch.Tensor, new, old):
-    """``new`` where a data set is active, else ``old`` (nested tuples of (B, ...) tensors)."""
-    if isinstance(new, tuple):
-        return tuple(_merge(active, a, b) for a, b in zip(new, old))
-    if new is old:
-        return new
-    return torch.where(active.view(-1, *([1] * (new.dim() - 1))), new, old)

@@ -34,12 +34,7 @@ import torch
 
 from ..data import Dataset
 from .numerics import normalise
-
-LOSSES = ("logistic", "exponential", "correlation", "nll")
-#: the loss of next-token data (kind ``"ntp"``): $\ell(u)=-\log u$ on the label mass $u_i=\gamma_i^\top s_i$
-NTP_LOSS = "nll"
-#: the head of the next-token *squared* loss (the authors' local-convergence runs, :func:`head_outputs`)
-NTP_SQUARE = "ntp-square"
+from .settings import LOSSES, NTP_SQUARE
 
 
 # ---------------------------------------------------------------------- data on a device

@@ -15,7 +15,7 @@ Projection: $W\leftarrow W\min(1,R/\|W\|_F)$; $(K,Q)\leftarrow(K,Q)\min(1,\sqrt{
 Scale safety: the direction is the power-of-two normalised $\hat G/\|\hat G\|$ of
 :func:`~attsvm.gd.algorithms.scaled_gradients`, every norm is scale-safe (:func:`~attsvm.gd.numerics.fro_norm`),
 and a path whose ball reaches logits $|x|\,|z|\,R$ (or $|x|\,R$ for $p$) beyond float64 is refused up front
-(:func:`~attsvm.gd.numerics.check_ranges` with $R$ the largest radius). Exact scale relation (tested): for
+(:func:`~attsvm.gd.ranges.check_ranges` with $R$ the largest radius). Exact scale relation (tested): for
 data $(X,cZ)$, $c>0$, $\bar W_R(cZ)=\bar W_{cR}(Z)/c$, and the iterates of the two runs are related the same way.
 """
 
@@ -32,10 +32,12 @@ from ..data import Dataset
 from ..errors import InputError
 from ..norms import frobenius_norm
 from .algorithms import Problem, W_of, forward, scaled_gradients
-from .engine import device_of, dtype_of, head_of
 from .init import initial_params
-from .model_torch import LOSSES, TorchData, loss_value_t
-from .numerics import check_ranges, fro_norm
+from .loop import device_of, dtype_of, head_of
+from .model_torch import TorchData, loss_value_t
+from .numerics import fro_norm
+from .ranges import check_ranges
+from .settings import LOSSES
 from .trajectory import summaries
 
 

@@ -22,14 +22,12 @@ from dataclasses import fields, replace
 from typing import Any
 
 import numpy as np
-import torch
 
 from ..data import subset
 from ..errors import InputError
 from ..pool import Pool
 from .engine import GDResult, run
 from .init import PARAMS, initial_params
-from .model_torch import corr_t
 
 
 def run_shard(job: tuple[Any, dict[str, Any]]) -> GDResult:
@@ -97,7 +95,11 @@ def _final_summary(r: GDResult, key: str, targets: dict[str, Any]) -> np.ndarray
     if key in ("loss", "norm", "selection", "max_softmax", "stuck"):
         return getattr(r, key)
     primary = r.p if r.param in ("p", "vp") else r.W
-    if key.startswith("corr:"):
+    if key.startswith("corr:"):  # a recorded run: torch is loaded already (its recorder)
+        import torch
+
+        from .model_torch import corr_t
+
         t = np.asarray(targets[key[5:]], dtype=np.float64)
         A = torch.as_tensor(primary, dtype=torch.float64)
         return corr_t(A, torch.as_tensor(np.broadcast_to(t, A.shape).copy(), dtype=torch.float64)).numpy()
@@ -172,12 +174,12 @@ def run_sharded(
 
 def merge(parts: list[GDResult], trajectory: dict[str, np.ndarray] | None = None) -> GDResult:
     """The :class:`GDResult` of a batch from those of its consecutive shards: every (B, ...) field and the
-    per-run lists concatenated in order, ``param``, ``algo`` and ``settings`` of the first shard, ``seconds``
-    summed, the ``trajectory`` given (:func:`run_sharded` aligns the shards' rows)."""
+    per-run lists concatenated in order, ``param``, ``algo``, ``settings`` and ``kernel`` of the first shard,
+    ``seconds`` summed, the ``trajectory`` given (:func:`run_sharded` aligns the shards' rows)."""
     values: dict[str, Any] = {}
     for f in fields(GDResult):
         vals = [getattr(r, f.name) for r in parts]
-        if f.name in ("param", "algo", "settings"):
+        if f.name in ("param", "algo", "settings", "kernel"):
             values[f.name] = vals[0]
         elif f.name in ("stop_reason", "nonfinite"):
             values[f.name] = [x for v in vals for x in v]

@@ -38,7 +38,7 @@ direction is exact however far past float64 underflow the gradient itself is. :f
 $\Delta$ as ``(D, den)``, $\Delta=D/\mathrm{den}$, so that a step is formed as $(\eta/\mathrm{den})\,D$ —
 for ``fro`` exactly the arithmetic of normalised GD (``algo="ngd"``), so ``nsd`` with ``norm="fro"`` is
 bit-identical to ``ngd``. :func:`fro_bound` is the norm-equivalence constant $\sup_{\|\Delta\|\le1}\|\Delta\|_F$
-the up-front range check (:func:`~attsvm.gd.numerics.check_ranges`) multiplies the step sizes with.
+the up-front range check (:func:`~attsvm.gd.ranges.check_ranges`) multiplies the step sizes with.
 """
 
 from __future__ import annotations
@@ -48,11 +48,9 @@ import math
 import torch
 
 from ..tolerances import tol
+from .settings import NORMS
 
 __all__ = ["NORMS", "direction", "direction_parts", "fro_bound"]
-
-#: the norms of normalised steepest descent (``algo="nsd"``)
-NORMS = ("fro", "linf", "l1", "spec", "lq")
 
 
 def _bview(x: torch.Tensor, like: torch.Tensor) -> torch.Tensor:

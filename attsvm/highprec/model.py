@@ -126,7 +126,9 @@ def rationals(rows: Any) -> MP:
 
 
 def to_numpy(a: Any) -> np.ndarray:
-    """Round nested lists of ``mpf`` to a float64 array."""
+    """Round nested lists of ``mpf`` to a float64 array (a float64 array is returned as it is)."""
+    if isinstance(a, np.ndarray):
+        return a.astype(np.float64)
     if isinstance(a, (list, tuple)):
         return np.array([to_numpy(x) for x in a], dtype=np.float64)
     return np.float64(float(a))

@@ -1,0 +1,294 @@
+r"""The torch kernel of :func:`attsvm.gd.run`: every algorithm, parametrisation, head, device and dtype, batched
+over the leading axis $B$ (one step of :mod:`.algorithms` per iteration, the stop rules of :mod:`.engine`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..errors import InputError
+from .algorithms import Problem, W_of, forward, initial_state, step
+from .engine import NONFINITE, STOP_REASONS, GDResult, Job
+from .model_torch import TorchData, corr_t, loss_value_t, ntp_square_head
+from .numerics import fro_norm
+from .settings import NTP_SQUARE
+from .trajectory import Recorder, summaries
+
+
+def device_of(device: str) -> torch.device:
+    """A validated torch device (``cpu``, ``cuda``, ``cuda:N``); InputError otherwise."""
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise InputError(f"unknown device {device!r}") from exc
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise InputError("device 'cuda' requested but no CUDA device is available")
+    if dev.type not in ("cpu", "cuda"):
+        raise InputError(f"device must be 'cpu' or 'cuda', got {device!r}")
+    return dev
+
+
+def dtype_of(dtype: Any) -> torch.dtype:
+    """``float64`` / ``float32`` as a torch dtype; InputError otherwise."""
+    table = {"float64": torch.float64, "float32": torch.float32}
+    if str(dtype).replace("torch.", "") not in table:
+        raise InputError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
+    return table[str(dtype).replace("torch.", "")]
+
+
+def head_of(head: Any, B: int, d: int, param: str, dev, dt):
+    """A validated nonlinear head (None, ``("relu", V)`` with V on the device, ``("quadratic", lam)``)."""
+    if head is None:
+        return None
+    if param == "vp":
+        raise InputError("a nonlinear head is not available for joint (v,p) training")
+    if not (isinstance(head, tuple | list) and len(head) == 2):
+        raise InputError("head must be None, ('relu', V) or ('quadratic', lam)")
+    kind, par = head
+    if kind == "relu":
+        V = np.asarray(par, dtype=np.float64)
+        if V.ndim == 2:
+            V = np.broadcast_to(V, (B, *V.shape))
+        if V.ndim != 3 or V.shape[:2] != (B, d) or not np.all(np.isfinite(V)):
+            raise InputError(f"relu head V must be finite with shape (d,d') or (B,d,d'), d={d}")
+        return ("relu", torch.as_tensor(np.ascontiguousarray(V), dtype=dt, device=dev))
+    if kind == "quadratic":
+        lam = float(par)
+        if not np.isfinite(lam):
+            raise InputError("quadratic head lambda must be finite")
+        return ("quadratic", lam)
+    raise InputError(f"unknown head {kind!r}; expected 'relu' or 'quadratic'")
+
+
+def _summary(P: Problem, th, fw, pr, tg, record_params: bool) -> dict[str, torch.Tensor]:
+    logs, u = fw[0], fw[1]
+    sel, mxs, stk, _ = summaries(logs, P.D.opt)
+    vals = {
+        "loss": loss_value_t(u, P.loss).mean(-1),
+        "norm": fro_norm(pr),
+        "selection": sel,
+        "max_softmax": mxs,
+        "stuck": stk,
+    }
+    for name, tgt in tg.items():
+        vals[f"corr:{name}"] = corr_t(pr, tgt)
+    if record_params:
+        vals.update(th)
+        if P.param in ("KQ", "diag"):
+            vals["W"] = pr
+    return vals
+
+
+def run_torch(job: Job, threads: int | None, progress: Callable[[int, int], None] | None, t0: float) -> GDResult:
+    """Run ``job`` with torch (``threads`` torch CPU threads, default 1, restored afterwards)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1 if threads is None else int(threads))
+    try:
+        with torch.inference_mode():
+            return _run(job, progress, t0)
+    finally:
+        torch.set_num_threads(before)
+
+
+def _run(job: Job, progress, t0: float) -> GDResult:
+    ds, param, settings, loss, head, steps = job.ds, job.param, job.settings, job.loss, job.head, job.steps
+    algo, record_every, record_params, stop_corr = settings.algo, job.record_every, job.record_params, job.stop_corr
+    lr_np, th0 = job.lr, job.init
+    dev, dt = device_of(job.device), dtype_of(job.dtype)
+    D = TorchData.of(ds, dev, dt)
+    B, N, T, d = D.X.shape
+    square = isinstance(head, str) and head == NTP_SQUARE
+    hd = ntp_square_head(ds, dev, dt) if square else head_of(head, B, d, param, dev, dt)
+    job.check_ranges(hd)
+    P = Problem(D, param, loss, hd)
+    lr_t = torch.as_tensor(lr_np, dtype=dt, device=dev)
+    tg = {k: torch.as_tensor(np.array(a), dtype=dt, device=dev) for k, a in job.targets.items()}
+    first = next(iter(tg), None)
+
+    th = {k: torch.as_tensor(a, dtype=dt, device=dev) for k, a in th0.items()}
+    state = initial_state(settings, th)  # md / nmd: the dual iterate; adam: the moments
+
+    def primary(th_, fw_=None):  # the forward pass's W when it has one (KQ / diag: not formed twice)
+        if param in ("p", "vp"):
+            return th_["p"]
+        return W_of(th_) if fw_ is None else fw_[4]
+
+    rec = None
+    if record_every is not None:
+        pshapes: dict[str, tuple[int, ...]] = {}
+        if record_params:
+            pshapes = {k: tuple(a.shape[1:]) for k, a in th.items()}
+            if param in ("KQ", "diag"):
+                pshapes["W"] = (d, d)
+        rec = Recorder(record_every, steps, B, N, list(tg), pshapes, D.X)
+
+    active = torch.ones(B, dtype=torch.bool, device=dev)
+    taken = torch.zeros(B, dtype=torch.int64, device=dev)  # steps taken after the first stop
+    common = 0  # steps taken while every data set was active
+    everyone = True
+    reason = torch.zeros(B, dtype=torch.int64, device=dev)  # index into STOP_REASONS
+    nf_code = torch.zeros(B, dtype=torch.int64, device=dev)  # index into NONFINITE
+    nf_step = torch.full((B,), -1, dtype=torch.int64, device=dev)
+    thr = None if stop_corr is None else 1.0 - float(stop_corr)
+
+    def stop(mask: torch.Tensor, code: int) -> None:
+        nonlocal active, reason, everyone
+        hit = active & mask
+        reason = torch.where(hit, torch.full_like(reason, code), reason)
+        active = active & ~hit
+        everyone = False
+
+    fw = forward(P, th)
+    code0 = nonfinite_code(P, th, fw, state)
+    if bool((code0 > 0).any()):
+        b = int(torch.argmax((code0 > 0).to(torch.int64)))
+        where = f" (data set {b})" if ds.batched else ""
+        raise InputError(
+            f"init{where}: {NONFINITE[int(code0[b])]} at the initial point ({str(dt).replace('torch.', '')}); "
+            "rescale the data or change init"
+        )
+    for k in range(steps + 1):
+        if progress is not None:
+            progress(k, steps)
+        if rec is not None and rec.due(k):
+            rec.add(k, _summary(P, th, fw, primary(th, fw), tg, record_params))
+        if thr is not None:
+            hit = corr_t(primary(th, fw), tg[first]) >= thr
+            if bool((hit & active).any()):
+                stop(hit, 2)
+        if k == steps or not (everyone or bool(active.any())):
+            break
+        new, newstate, zero = step(settings, P, th, fw, lr_t, state, k)
+        fw_new = forward(P, new)
+        ok = outputs_finite(P, fw_new)  # non-finite parameters make the outputs non-finite too
+        if bool(((zero | ~ok) & active).any()):  # one host sync per step for both stop rules
+            stop(zero, 1)
+            code = nonfinite_code(P, new, fw_new, newstate)
+            bad = (code > 0) & active
+            nf_code = torch.where(bad, code, nf_code)
+            nf_step = torch.where(bad, torch.full_like(nf_step, k + 1), nf_step)
+            stop(bad, 3)
+        if everyone:
+            th, state, fw = new, newstate, fw_new
+            common += 1
+            continue
+        for key in th:
+            th[key] = torch.where(active.view(B, *([1] * (th[key].dim() - 1))), new[key], th[key])
+        if state is not None:
+            for key in state:
+                state[key] = torch.where(active.view(B, *([1] * (state[key].dim() - 1))), newstate[key], state[key])
+        fw = _merge(active, fw_new, fw)
+        taken += active.to(torch.int64)
+    taken += common
+
+    pr = primary(th, fw)  # the forward pass at the final iterate (kept with th throughout)
+    npy = lambda x: None if x is None else x.detach().cpu().numpy()  # noqa: E731
+    return GDResult(
+        param=param,
+        algo=algo,
+        W=npy(pr) if param in ("W", "KQ", "diag") else None,
+        K=npy(th.get("K", th.get("k"))),
+        Q=npy(th.get("Q", th.get("q"))),
+        p=npy(th.get("p")),
+        v=npy(th.get("v")),
+        **final_fields(P, fw, pr),
+        steps=npy(taken),
+        stop_reason=[STOP_REASONS[i] for i in npy(reason).tolist()],
+        trajectory={} if rec is None else rec.result(),
+        seconds=time.perf_counter() - t0,
+        lr=lr_np,
+        nonfinite=[NONFINITE[i] for i in npy(nf_code).tolist()],
+        nonfinite_step=npy(nf_step),
+        settings=settings,
+    )
+
+
+def final_fields(P: Problem, fw, pr: torch.Tensor) -> dict[str, np.ndarray]:
+    """The :class:`GDResult` summaries of the iterate of the forward pass ``fw`` (primary parameter ``pr``): ``loss``,
+    ``norm``, ``selection``, ``log_softmax``, ``max_softmax``, ``stuck`` (the recorder's definitions)."""
+    logs, u = fw[:2]
+    sel, mxs, stk, _ = summaries(logs, P.D.opt)
+    vals = {
+        "loss": loss_value_t(u, P.loss).mean(-1),
+        "norm": fro_norm(pr),
+        "selection": sel,
+        "log_softmax": logs,
+        "max_softmax": mxs,
+        "stuck": stk,
+    }
+    return {k: v.detach().cpu().numpy() for k, v in vals.items()}
+
+
+def outputs_finite(P: Problem, fw) -> torch.Tensor:
+    r"""(B,) bool: the outputs $u_i$ and the loss $\frac1N\sum_i\ell(u_i)$ are finite (fast: two reductions).
+    A non-finite parameter always shows here: it makes every logit, hence $\log s$ and $u$, non-finite."""
+    u = fw[1]
+    ok = torch.isfinite(u).all(-1)
+    if P.loss == "exponential":  # logistic log(1+e^{-u}) <= |u| + log 2 and correlation -u are finite with u
+        ok &= torch.isfinite(loss_value_t(u, P.loss).mean(-1))
+    return ok
+
+
+def nonfinite_code(P: Problem, th: dict[str, torch.Tensor], fw, state: dict[str, torch.Tensor] | None) -> torch.Tensor:
+    r"""(B,) index into :data:`NONFINITE` of the first non-finite quantity at $\theta$: 1 parameters (or the
+    optimizer state: the mirror-descent dual, Adam's moments), 2 logits / outputs $u_i$ (the log-softmax of an
+    overflowed logit is NaN), 3 the loss $\ell(u_i)$ (e.g. $e^{-u}$ overflowing); 0 when everything is finite."""
+    ok_p = None
+    for a in [*th.values(), *(state or {}).values()]:
+        o = torch.isfinite(a.reshape(a.shape[0], -1)).all(-1)
+        ok_p = o if ok_p is None else ok_p & o
+    u = fw[1]
+    ok_u = torch.isfinite(u).all(-1)
+    ok_l = torch.isfinite(loss_value_t(u, P.loss).mean(-1))
+    one = torch.ones_like(u[:, 0], dtype=torch.int64)
+    return torch.where(~ok_p, one, torch.where(~ok_u, 2 * one, torch.where(~ok_l, 3 * one, 0 * one)))
+
+
+def _merge(active: torch.Tensor, new, old):
+    """``new`` where a data set is active, else ``old`` (nested tuples of (B, ...) tensors)."""
+    if isinstance(new, tuple):
+        return tuple(_merge(active, a, b) for a, b in zip(new, old))
+    if new is old:
+        return new
+    return torch.where(active.view(-1, *([1] * (new.dim() - 1))), new, old)
+
+
+class TorchRecords:
+    """The trajectory rows of a run whose steps another kernel computes (:func:`attsvm.gd.fused.run_fused`): at a
+    record step the torch forward pass and summaries (:func:`_summary`) of the given iterate, as the torch loop
+    records them."""
+
+    def __init__(self, job: Job) -> None:
+        self.job = job
+        D = TorchData.of(job.ds, torch.device("cpu"), torch.float64)
+        self.P = Problem(D, job.param, job.loss, None)
+        self.tg = {k: torch.as_tensor(np.array(a), dtype=torch.float64) for k, a in job.targets.items()}
+        pshapes: dict[str, tuple[int, ...]] = {}
+        if job.record_params:
+            pshapes = {k: tuple(a.shape[1:]) for k, a in job.init.items()}
+            if job.param == "KQ":
+                pshapes["W"] = (D.d, D.d)
+        assert job.record_every is not None
+        self.rec = Recorder(job.record_every, job.steps, D.B, D.N, list(self.tg), pshapes, D.X)
+
+    def add(self, k: int, params: dict[str, np.ndarray]) -> None:
+        with torch.inference_mode():
+            th = {key: torch.as_tensor(a, dtype=torch.float64) for key, a in params.items()}
+            fw = forward(self.P, th)
+            self.rec.add(k, _summary(self.P, th, fw, fw[4], self.tg, self.job.record_params))
+
+    def result(self) -> dict[str, np.ndarray]:
+        return self.rec.result()
+
+    def final(self, params: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """:func:`final_fields` of the iterate ``params`` (so that a recorded run's final fields are the summaries
+        its recorder would write there)."""
+        with torch.inference_mode():
+            th = {key: torch.as_tensor(a, dtype=torch.float64) for key, a in params.items()}
+            fw = forward(self.P, th)
+            return final_fields(self.P, fw, fw[4])
