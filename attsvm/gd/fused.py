@@ -291,6 +291,18 @@ def _normalise(A, scale):
     r"""$A\leftarrow2^{-e}A$ per lane with $\max|A|=f2^{e}$, $f\in[\frac12,1)$ (:func:`~attsvm.gd.numerics.normalise`;
     $e$ clamped to $[-1023,1074]$, an all-zero lane unchanged)."""
     p, q, L = A.shape
+    _pow2_scales(A, scale)
+    for j in range(p):
+        for k in range(q):
+            for ln in range(L):
+                A[j, k, ln] = A[j, k, ln] * scale[ln]
+
+
+@njit(**_JIT)
+def _pow2_scales(A, scale):
+    r"""``scale`` ← $2^{-e}$ per lane, $\max|A|=f2^{e}$, $f\in[\frac12,1)$, $e$ clamped to $[-1023,1074]$ (1 for an
+    all-zero lane)."""
+    p, q, L = A.shape
     for ln in range(L):
         scale[ln] = 0.0
     for j in range(p):
@@ -303,10 +315,6 @@ def _normalise(A, scale):
         else:
             ex = math.frexp(scale[ln])[1]
             scale[ln] = math.ldexp(1.0, -min(max(ex, -1023), 1074))
-    for j in range(p):
-        for k in range(q):
-            for ln in range(L):
-                A[j, k, ln] = A[j, k, ln] * scale[ln]
 
 
 @njit(**_JIT)
@@ -329,18 +337,7 @@ def _corr(A, Tn, tnorm, scale, out):
     r"""``out`` ← $\mathrm{corr}(A,T)$ per lane, with ``Tn`` the power-of-two normalised target and ``tnorm`` its norm
     (:func:`~attsvm.gd.model_torch.corr_t`)."""
     p, q, L = A.shape
-    for ln in range(L):
-        scale[ln] = 0.0
-    for j in range(p):
-        for k in range(q):
-            for ln in range(L):
-                scale[ln] = max(scale[ln], abs(A[j, k, ln]))
-    for ln in range(L):
-        if scale[ln] == 0.0:
-            scale[ln] = 1.0
-        else:
-            ex = math.frexp(scale[ln])[1]
-            scale[ln] = math.ldexp(1.0, -min(max(ex, -1023), 1074))
+    _pow2_scales(A, scale)
     dot = np.zeros(L)
     nn = np.zeros(L)
     for j in range(p):
@@ -387,17 +384,11 @@ def _groups(
     r"""Updates $k_0,\dots,k_1-1$ of groups $g_0\le g<g_1$ in place (the forward pass on ``X``, ``Z``, ``gam``,
     the direction on their power-of-two rescalings ``Xs``, ``Zs``, ``gs``). ``kq``: ``P1``, ``P2`` are $(K,Q)$
     (d,m,L) per group, else ``P1`` is $W$ (``P2`` unused). ``tgt`` (G,d,d,L) normalised first target and ``thr`` the
-    ``target_corr`` threshold (``thr`` > 1: no rule); at $k_1$ = steps the rule is checked once more (the
-    engine's last check). ``active`` etc.: the engine's per-data-set stop state, (G,L)."""
+    ``target_corr`` threshold (``thr`` > 1: no rule), checked before every update and at $k_1$ (as the engine's loop
+    does at each $k$). ``active`` etc.: the engine's per-data-set stop state, (G,L)."""
     N, T, d, L = X.shape[1:]
     m = P1.shape[2] if kq else d
-    Wb = np.empty((d, d, L))
-    Wz = np.empty((N, d, L))
-    a = np.empty((N, T, L))
-    e = np.empty((N, T, L))
-    lz = np.empty((N, L))
-    top = np.empty((N, L), np.int64)
-    u = np.empty((N, L))
+    Wb, Wz, a, e, lz, top, u, M, sc = _forward_scratch(N, T, d, L)
     S = np.empty((N, T, L))
     w = np.empty((N, T, L))
     U = np.empty((N, d, L))
@@ -406,8 +397,6 @@ def _groups(
     gQ = np.empty((d, m, L))
     n1 = np.empty((P1.shape[1], P1.shape[2], L))
     n2 = np.empty((P2.shape[1], P2.shape[2], L))
-    M = np.empty(L)
-    sc = np.empty(L)
     lc = np.empty(L)
     lr_k = np.empty(L)
     f1 = np.empty(L)
@@ -501,18 +490,26 @@ def _groups(
 
 
 @njit(**_JIT)
+def _forward_scratch(N, T, d, L):
+    r"""Work arrays of :func:`_forward` for one group: $W$, $Wz$, $\log s$, $e$, $\log Z$, top, $u$, two lane rows."""
+    return (
+        np.empty((d, d, L)),
+        np.empty((N, d, L)),
+        np.empty((N, T, L)),
+        np.empty((N, T, L)),
+        np.empty((N, L)),
+        np.empty((N, L), np.int64),
+        np.empty((N, L)),
+        np.empty(L),
+        np.empty(L),
+    )
+
+
+@njit(**_JIT)
 def _initial_codes(kq, P1, P2, X, Z, gam, mask, has_mask, loss, codes):
     """``codes`` (G,L) ← the :func:`_finite_code` of every initial point."""
     N, T, d, L = X.shape[1:]
-    Wb = np.empty((d, d, L))
-    Wz = np.empty((N, d, L))
-    a = np.empty((N, T, L))
-    e = np.empty((N, T, L))
-    lz = np.empty((N, L))
-    top = np.empty((N, L), np.int64)
-    u = np.empty((N, L))
-    s1 = np.empty(L)
-    s2 = np.empty(L)
+    Wb, Wz, a, e, lz, top, u, s1, s2 = _forward_scratch(N, T, d, L)
     for g in range(X.shape[0]):
         _attention(kq, P1[g], P2[g], Wb)
         _forward(Wb, X[g], Z[g], gam[g], mask[g], has_mask, Wz, a, e, lz, top, u, s1, s2)

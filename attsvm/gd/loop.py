@@ -65,16 +65,23 @@ def head_of(head: Any, B: int, d: int, param: str, dev, dt):
     raise InputError(f"unknown head {kind!r}; expected 'relu' or 'quadratic'")
 
 
-def _summary(P: Problem, th, fw, pr, tg, record_params: bool) -> dict[str, torch.Tensor]:
+def _fields(P: Problem, fw, pr: torch.Tensor) -> dict[str, torch.Tensor]:
+    """``loss``, ``norm``, ``selection``, ``log_softmax``, ``max_softmax``, ``stuck`` of the iterate of the forward
+    pass ``fw`` (primary parameter ``pr``): a record row's summaries and a result's final fields."""
     logs, u = fw[0], fw[1]
     sel, mxs, stk, _ = summaries(logs, P.D.opt)
-    vals = {
+    return {
         "loss": loss_value_t(u, P.loss).mean(-1),
         "norm": fro_norm(pr),
         "selection": sel,
+        "log_softmax": logs,
         "max_softmax": mxs,
         "stuck": stk,
     }
+
+
+def _summary(P: Problem, th, fw, pr, tg, record_params: bool) -> dict[str, torch.Tensor]:
+    vals = _fields(P, fw, pr)  # (the recorder keeps only its own series: log_softmax is not one)
     for name, tgt in tg.items():
         vals[f"corr:{name}"] = corr_t(pr, tgt)
     if record_params:
@@ -210,18 +217,8 @@ def _run(job: Job, progress, t0: float) -> GDResult:
 
 def final_fields(P: Problem, fw, pr: torch.Tensor) -> dict[str, np.ndarray]:
     """The :class:`GDResult` summaries of the iterate of the forward pass ``fw`` (primary parameter ``pr``): ``loss``,
-    ``norm``, ``selection``, ``log_softmax``, ``max_softmax``, ``stuck`` (the recorder's definitions)."""
-    logs, u = fw[:2]
-    sel, mxs, stk, _ = summaries(logs, P.D.opt)
-    vals = {
-        "loss": loss_value_t(u, P.loss).mean(-1),
-        "norm": fro_norm(pr),
-        "selection": sel,
-        "log_softmax": logs,
-        "max_softmax": mxs,
-        "stuck": stk,
-    }
-    return {k: v.detach().cpu().numpy() for k, v in vals.items()}
+    ``norm``, ``selection``, ``log_softmax``, ``max_softmax``, ``stuck`` (:func:`_fields`)."""
+    return {k: v.detach().cpu().numpy() for k, v in _fields(P, fw, pr).items()}
 
 
 def outputs_finite(P: Problem, fw) -> torch.Tensor:
