@@ -5,8 +5,10 @@ and progress, the ``kernel`` option, and that a fused run never imports torch.""
 from __future__ import annotations
 
 import math
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import mpmath
 import numpy as np
@@ -240,11 +242,19 @@ def test_kernel_option():
         run(ds, threads=0, steps=1)
 
 
-def test_a_fused_run_does_not_import_torch():
+def test_a_fused_run_does_not_import_torch_and_caches_outside_the_package(tmp_path):
+    """No torch; the compiled kernel is cached in the user's cache folder (here ``$XDG_CACHE_HOME``), not in the
+    installed package (an uninstall would leave numba's files there as a namespace package shadowing a later
+    install), and numba's global cache setting is left as it was."""
     code = (
-        "import sys\nfrom attsvm import generate\nfrom attsvm.gd import run\n"
+        "import sys, numba\nfrom attsvm import generate\nfrom attsvm.gd import run\n"
         "r = run(generate.paper_law(3, 4, 3, seed=1, B=2), param='KQ', steps=5)\n"
-        "print('torch' in sys.modules, r.stop_reason)"
+        "print('torch' in sys.modules, r.stop_reason, repr(numba.config.CACHE_DIR))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "False ['steps', 'steps']"
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env["XDG_CACHE_HOME"] = str(tmp_path)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
+    assert out.strip() == "False ['steps', 'steps'] ''"
+    assert list((tmp_path / "attsvm" / "numba").rglob("fused._groups-*.nbi"))
+    package = Path(fused.__file__).parent
+    assert package.resolve() not in fused.cache_dir().resolve().parents

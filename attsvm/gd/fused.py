@@ -36,18 +36,21 @@ and sums run in plain sequential order where torch's reductions use its own. The
 to ``tol("replay_rtol")`` (tested).
 
 Threads: the groups are split into ``threads`` contiguous ranges run on Python threads (the kernel releases the
-GIL; no threading layer of numba is used, so a forked worker is safe). Compiled code is cached on disk by numba
-(``cache=True``): the first call in a fresh install compiles for a few seconds.
+GIL; no threading layer of numba is used, so a forked worker is safe). Compiled code is cached on disk by numba in
+:func:`cache_dir`: the first run after an install compiles the kernel (about 15 s on a 2-core machine).
 """
 
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
+import numba
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
@@ -86,6 +89,32 @@ _TWOM1000 = 2.0**-1000
 _JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
 
 
+def cache_dir() -> Path:
+    """Where the compiled kernel is cached: ``$NUMBA_CACHE_DIR`` when set, else ``attsvm/numba`` in the user's cache
+    folder (``$XDG_CACHE_HOME``, default ``~/.cache``) — never inside the installed package, whose folder an
+    uninstall would leave behind (numba's files are not in the package's record) as a namespace package that
+    shadows a later install."""
+    if numba.config.CACHE_DIR:
+        return Path(numba.config.CACHE_DIR)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "attsvm" / "numba"
+
+
+def _kernel(fn=None, *, inline: bool = False):
+    """``numba.njit`` with :data:`_JIT`, its on-disk cache in :func:`cache_dir` (numba picks the cache folder when a
+    function is decorated: the setting is made for this decoration only, and other numba code keeps its own)."""
+
+    def deco(f):
+        before = numba.config.CACHE_DIR
+        numba.config.CACHE_DIR = str(cache_dir())
+        try:
+            return njit(**({"inline": "always"} if inline else {}), **_JIT)(f)
+        finally:
+            numba.config.CACHE_DIR = before
+
+    return deco if fn is None else deco(fn)
+
+
 @intrinsic
 def _f64_from_bits(typingctx, bits):
     """The float64 whose IEEE bit pattern is the int64 ``bits`` (an LLVM bitcast)."""
@@ -97,7 +126,7 @@ def _f64_from_bits(typingctx, bits):
     return sig, codegen
 
 
-@njit(inline="always", **_JIT)
+@_kernel(inline=True)
 def exp_lanes(x: float) -> float:
     r"""$e^x$ for $x\le709$ or $x=-\infty$, within 1 ulp (fdlibm's algorithm), written without branches so that a
     loop over data sets vectorises: $x=k\ln2+r$, $|r|\le\frac12\ln2$ (Cody–Waite, $\ln2$ in two parts),
@@ -117,7 +146,7 @@ def exp_lanes(x: float) -> float:
     return y * _f64_from_bits((np.int64(k1) + 1023) << 52) * (_TWOM1000 if sub else 1.0)
 
 
-@njit(**_JIT)
+@_kernel
 def exp_array(x: np.ndarray) -> np.ndarray:
     """:func:`exp_lanes` of every entry of a 1-d array (for the tests)."""
     out = np.empty_like(x)
@@ -126,7 +155,7 @@ def exp_array(x: np.ndarray) -> np.ndarray:
     return out
 
 
-@njit(**_JIT)
+@_kernel
 def _forward(W, X, Z, gam, mask, has_mask, Wz, a, e, lz, top, u, amax, acc):
     r"""Forward pass of one group at $W$ (d,d,L): ``a`` ← $\log s$ (N,T,L), ``e`` ← $e^{a-\max a}$, ``lz`` ←
     $\log Z$, ``top`` ← the first $\arg\max_ta_{it}$, ``u`` ← $u_i$ (:func:`~attsvm.gd.algorithms.forward`)."""
@@ -165,13 +194,13 @@ def _forward(W, X, Z, gam, mask, has_mask, Wz, a, e, lz, top, u, amax, acc):
             u[i, ln] = acc[ln]
 
 
-@njit(inline="always", **_JIT)
+@_kernel(inline=True)
 def _masked(a, mask):
     for ln in range(a.shape[0]):
         a[ln] = a[ln] if mask[ln] else -np.inf
 
 
-@njit(inline="always", **_JIT)
+@_kernel(inline=True)
 def _shift_exp(a, amax, e, acc):
     r"""$a\leftarrow a-\max a$, $e=e^{a}$, ``acc`` += $e$."""
     for ln in range(a.shape[0]):
@@ -182,20 +211,20 @@ def _shift_exp(a, amax, e, acc):
         acc[ln] = acc[ln] + ee
 
 
-@njit(inline="always", **_JIT)
+@_kernel(inline=True)
 def _log_softmax(a, lz):
     for ln in range(a.shape[0]):
         a[ln] = a[ln] - lz[ln]
 
 
-@njit(inline="always", **_JIT)
+@_kernel(inline=True)
 def _output(e, inv_z, g, acc):
     r"""``acc`` += $s\gamma$ with $s=e\cdot e^{-\log Z}$."""
     for ln in range(e.shape[0]):
         acc[ln] = acc[ln] + e[ln] * inv_z[ln] * g[ln]
 
 
-@njit(**_JIT)
+@_kernel
 def _log_neg_dloss(u, loss):
     r"""$\log|\ell'(u)|$ (:func:`~attsvm.gd.model_torch.log_neg_loss_derivative_t`)."""
     if loss == 0:
@@ -208,7 +237,7 @@ def _log_neg_dloss(u, loss):
     return -math.log(u)
 
 
-@njit(**_JIT)
+@_kernel
 def _direction(X, Z, gam, a, e, lz, top, u, loss, S, w, U, G, M, scale, lc):
     r"""$\hat G=2^{-e}\,e^{-M}\nabla\mathcal L(W)$ (d,d,L) with $\max|\hat G|\in[\frac12,1)$, or 0 (log-domain token
     weights, :func:`~attsvm.gd.model_torch.token_weights_logdomain`, then $\sum_{i,t}\tilde\omega_{it}x_{it}z_i^\top$).
@@ -245,20 +274,20 @@ def _direction(X, Z, gam, a, e, lz, top, u, loss, S, w, U, G, M, scale, lc):
     _normalise(G, scale)
 
 
-@njit(inline="always", **_JIT)
+@_kernel(inline=True)
 def _zero(out):
     for ln in range(out.shape[0]):
         out[ln] = 0.0
 
 
-@njit(inline="always", **_JIT)
+@_kernel(inline=True)
 def _fma(out, x, y):
     """``out += x * y`` (rounded twice: no contraction)."""
     for ln in range(out.shape[0]):
         out[ln] = out[ln] + x[ln] * y[ln]
 
 
-@njit(inline="always", **_JIT)
+@_kernel(inline=True)
 def _pair_logs(g, gtop, logs, lc, delta, S, M):
     r"""$\delta=\hat\gamma-\hat\gamma_{t_1}$; $S=\log s+\log|\ell'|-\log Z$ off $A$ ($-\infty$ on $A$);
     $M\leftarrow\max(M,S)$."""
@@ -270,7 +299,7 @@ def _pair_logs(g, gtop, logs, lc, delta, S, M):
         M[ln] = v if v > M[ln] else M[ln]
 
 
-@njit(inline="always", **_JIT)
+@_kernel(inline=True)
 def _pair_exp(S, M, delta, rho):
     r"""$S\leftarrow e^{S-M}$, $\rho\mathrel{+}=e^{S-M}\delta$."""
     for ln in range(S.shape[0]):
@@ -279,14 +308,14 @@ def _pair_exp(S, M, delta, rho):
         rho[ln] = rho[ln] + es * delta[ln]
 
 
-@njit(inline="always", **_JIT)
+@_kernel(inline=True)
 def _weight(eS, ez, w, e, rho, inv_n):
     r"""$\tilde\omega=(e^{S-M}e^{\log Z}\delta-e\,\rho)\cdot(-1/N)$ (``w`` holds $\delta$ on entry)."""
     for ln in range(w.shape[0]):
         w[ln] = (eS[ln] * ez[ln] * w[ln] - e[ln] * rho[ln]) * inv_n
 
 
-@njit(**_JIT)
+@_kernel
 def _normalise(A, scale):
     r"""$A\leftarrow2^{-e}A$ per lane with $\max|A|=f2^{e}$, $f\in[\frac12,1)$ (:func:`~attsvm.gd.numerics.normalise`;
     $e$ clamped to $[-1023,1074]$, an all-zero lane unchanged)."""
@@ -298,7 +327,7 @@ def _normalise(A, scale):
                 A[j, k, ln] = A[j, k, ln] * scale[ln]
 
 
-@njit(**_JIT)
+@_kernel
 def _pow2_scales(A, scale):
     r"""``scale`` ← $2^{-e}$ per lane, $\max|A|=f2^{e}$, $f\in[\frac12,1)$, $e$ clamped to $[-1023,1074]$ (1 for an
     all-zero lane)."""
@@ -317,7 +346,7 @@ def _pow2_scales(A, scale):
             scale[ln] = math.ldexp(1.0, -min(max(ex, -1023), 1074))
 
 
-@njit(**_JIT)
+@_kernel
 def _unit_factor(A, lr_k, fac):
     r"""``fac`` ← $\eta_k/\|A\|_F$ per lane, 0 where $A=0$ (:func:`~attsvm.gd.algorithms.unit_step`)."""
     p, q, L = A.shape
@@ -332,7 +361,7 @@ def _unit_factor(A, lr_k, fac):
         fac[ln] = lr_k[ln] / max(nrm, _TINY) if nrm > 0.0 else 0.0
 
 
-@njit(**_JIT)
+@_kernel
 def _corr(A, Tn, tnorm, scale, out):
     r"""``out`` ← $\mathrm{corr}(A,T)$ per lane, with ``Tn`` the power-of-two normalised target and ``tnorm`` its norm
     (:func:`~attsvm.gd.model_torch.corr_t`)."""
@@ -350,7 +379,7 @@ def _corr(A, Tn, tnorm, scale, out):
         out[ln] = dot[ln] / (math.sqrt(nn[ln]) * tnorm[ln])
 
 
-@njit(**_JIT)
+@_kernel
 def _finite_code(P1, P2, u, loss):
     """Per lane the :data:`~attsvm.gd.engine.NONFINITE` code: 1 parameters, 2 outputs, 3 the loss, 0 finite."""
     L = u.shape[-1]
@@ -376,7 +405,7 @@ def _finite_code(P1, P2, u, loss):
     return code
 
 
-@njit(**_JIT)
+@_kernel
 def _groups(
     g0, g1, kq, P1, P2, X, Z, gam, Xs, Zs, gs, mask, has_mask, lr, schedule, loss, k0, k1, tgt, thr,
     active, taken, reason, nf_code, nf_step, logs_out, u_out,
@@ -489,7 +518,7 @@ def _groups(
                     logs_out[g, i, t, ln] = a[i, t, ln]
 
 
-@njit(**_JIT)
+@_kernel
 def _forward_scratch(N, T, d, L):
     r"""Work arrays of :func:`_forward` for one group: $W$, $Wz$, $\log s$, $e$, $\log Z$, top, $u$, two lane rows."""
     return (
@@ -505,7 +534,7 @@ def _forward_scratch(N, T, d, L):
     )
 
 
-@njit(**_JIT)
+@_kernel
 def _initial_codes(kq, P1, P2, X, Z, gam, mask, has_mask, loss, codes):
     """``codes`` (G,L) ← the :func:`_finite_code` of every initial point."""
     N, T, d, L = X.shape[1:]
@@ -516,7 +545,7 @@ def _initial_codes(kq, P1, P2, X, Z, gam, mask, has_mask, loss, codes):
         codes[g] = _finite_code(P1[g], P2[g] if kq else P1[g], u, loss)
 
 
-@njit(**_JIT)
+@_kernel
 def _attention(kq, P1, P2, Wb):
     r"""``Wb`` ← $W$: ``P1`` itself, or $KQ^\top$ for ``kq`` (:func:`~attsvm.gd.algorithms.W_of`)."""
     d, L = Wb.shape[0], Wb.shape[2]
@@ -536,7 +565,7 @@ def _attention(kq, P1, P2, Wb):
                     Wb[j, k, ln] += P1[j, r, ln] * P2[k, r, ln]
 
 
-@njit(**_JIT)
+@_kernel
 def _product(G, F, out, transpose):
     r"""``out`` ← $\hat GF$ (or $\hat G^\top F$): the factor gradients $\hat GQ$, $\hat G^\top K$."""
     d, m, L = F.shape
@@ -553,7 +582,7 @@ def _product(G, F, out, transpose):
                         out[j, r, ln] += G[j, k, ln] * F[k, r, ln]
 
 
-@njit(**_JIT)
+@_kernel
 def _move(P, D, fac, out):
     r"""``out`` ← $P-\mathrm{fac}\cdot D$ per lane (the step of :func:`~attsvm.gd.algorithms.unit_step`), exactly $P$
     where ``fac`` is 0 (a frozen or zero-direction factor keeps its bits, signed zeros included)."""
