@@ -317,7 +317,6 @@ class Job:
     loss: str
     head: Any
     steps: int
-    width: int
     lr: np.ndarray  # (B,)
     init: dict[str, np.ndarray]  # the initial factors, (B, ...)
     targets: dict[str, np.ndarray]
@@ -326,8 +325,6 @@ class Job:
     record_params: bool
     device: Any
     dtype: str
-    B: int
-    d: int
 
     def check_ranges(self, head: Any = None) -> None:
         """:func:`~attsvm.gd.ranges.check_ranges` for this run (``head``: the head on the device, if any)."""
@@ -390,8 +387,8 @@ def run(
     ``threads``: CPU threads during the run (default 1: one thread per process is fastest on a shared machine;
     torch's setting is restored afterwards, the fused kernel runs contiguous groups of data sets on Python
     threads). ``progress``: called as ``progress(k, steps)`` with $k$ updates done, before update $k+1$: the torch
-    kernel calls it for $k=0,1,\dots$, the fused kernel at $k=0$, every :data:`~attsvm.gd.fused.PROGRESS_EVERY`-th
-    part of the run and at the record steps; the last call has ``k == steps``, or a smaller $k$ when every data set
+    kernel calls it for $k=0,1,\dots$, the fused kernel at $k=0$, every 1/:data:`~attsvm.gd.fused.PROGRESS_PARTS`
+    of the run and at the record steps; the last call has ``k == steps``, or a smaller $k$ when every data set
     stopped earlier. It receives Python integers only and cannot change the iterates. ``kernel``: :data:`KERNELS`
     (module docstring, "Kernels"); ``"fused"`` for a run the fused kernel does not compute is an error."""
     if threads is not None and (int(threads) != threads or threads < 1):
@@ -467,7 +464,6 @@ def _prepare(
         loss=loss,
         head=head,
         steps=steps,
-        width=mw,
         lr=lr_of(lr, B, ds, loss),
         init=initial_params(param, init, B, d, mw, seed, init_scale),
         targets=targets_of(targets, param, B, d),
@@ -476,6 +472,4 @@ def _prepare(
         record_params=bool(record_params),
         device=device,
         dtype=dtype,
-        B=B,
-        d=d,
     )

@@ -59,15 +59,15 @@ from numba.extending import intrinsic
 from ..errors import InputError
 from ..model import loss_value, scores
 from ..norms import frobenius_norm
-from .engine import NONFINITE, STOP_REASONS, GDResult, Job
+from .engine import FUSED_LOSSES, NONFINITE, STOP_REASONS, GDResult, Job
 
 #: data sets per group: the innermost (SIMD) axis of every array of the kernel
 LANES = 32  # (a batch of fewer data sets is one group of that many lanes: no padded work)
 #: the progress callback is called at every 1/PROGRESS_PARTS of the run (and at the record steps)
 PROGRESS_PARTS = 100
-#: the losses the kernel evaluates, by code (``log|l'(u)|``: logistic ``-softplus(u)``, exponential ``-u``,
-#: correlation 0, nll ``-log u``)
-LOSS_CODES = {"logistic": 0, "exponential": 1, "correlation": 2, "nll": 3}
+#: the losses the kernel evaluates (:data:`~attsvm.gd.engine.FUSED_LOSSES`), by code (``log|l'(u)|``: logistic
+#: ``-softplus(u)``, exponential ``-u``, correlation 0, nll ``-log u``)
+LOSS_CODES = {name: code for code, name in enumerate(FUSED_LOSSES)}
 #: step-size schedules, by code (:func:`attsvm.gd.algorithms.step_size`)
 SCHEDULE_CODES = {"constant": 0, "rsqrt": 1}
 
@@ -362,13 +362,13 @@ def _unit_factor(A, lr_k, fac):
 
 
 @_kernel
-def _corr(A, Tn, tnorm, scale, out):
+def _corr(A, Tn, tnorm, scale, dot, nn, out):
     r"""``out`` ← $\mathrm{corr}(A,T)$ per lane, with ``Tn`` the power-of-two normalised target and ``tnorm`` its norm
-    (:func:`~attsvm.gd.model_torch.corr_t`)."""
+    (:func:`~attsvm.gd.model_torch.corr_t`; ``dot``, ``nn``: work rows)."""
     p, q, L = A.shape
     _pow2_scales(A, scale)
-    dot = np.zeros(L)
-    nn = np.zeros(L)
+    _zero(dot)
+    _zero(nn)
     for j in range(p):
         for k in range(q):
             for ln in range(L):
@@ -432,6 +432,8 @@ def _groups(
     f2 = np.empty(L)
     cr = np.empty(L)
     tn = np.empty(L)
+    dot = np.empty(L)
+    nn = np.empty(L)
     check = thr <= 1.0
     for g in range(g0, g1):
         c1, c2 = P1[g], P2[g]
@@ -449,7 +451,7 @@ def _groups(
         _forward(Wb, X[g], Z[g], gam[g], mask[g], has_mask, Wz, a, e, lz, top, u, M, sc)
         for k in range(k0, k1 + 1):
             if check:
-                _corr(Wb, tgt[g], tn, sc, cr)
+                _corr(Wb, tgt[g], tn, sc, dot, nn, cr)
                 for ln in range(L):
                     if act[ln] and cr[ln] >= thr:
                         act[ln] = False
@@ -664,10 +666,7 @@ class State:
         if target is None or stop_corr is None:
             tgt, thr = np.zeros((Gn, d, d, Ln)), 2.0
         else:
-            t = np.asarray(target, dtype=np.float64)
-            top = np.max(np.abs(t.reshape(B, -1)), axis=-1)
-            ex = np.frexp(top)[1]
-            tgt, thr = lanes(np.ldexp(t, -ex[:, None, None])), 1.0 - float(stop_corr)
+            tgt, thr = lanes(pow2_normalised(target)), 1.0 - float(stop_corr)
         zeros = lambda dt: np.zeros((Gn, Ln), dtype=dt)  # noqa: E731
         return cls(
             kq=kq,

@@ -13,7 +13,7 @@ import torch
 
 from ..errors import InputError
 from .algorithms import Problem, W_of, forward, initial_state, step
-from .engine import NONFINITE, STOP_REASONS, GDResult, Job
+from .engine import NONFINITE, STOP_REASONS, GDResult, Job, dtype_name_of
 from .model_torch import TorchData, corr_t, loss_value_t, ntp_square_head
 from .numerics import fro_norm
 from .settings import NTP_SQUARE
@@ -34,11 +34,8 @@ def device_of(device: str) -> torch.device:
 
 
 def dtype_of(dtype: Any) -> torch.dtype:
-    """``float64`` / ``float32`` as a torch dtype; InputError otherwise."""
-    table = {"float64": torch.float64, "float32": torch.float32}
-    if str(dtype).replace("torch.", "") not in table:
-        raise InputError(f"dtype must be 'float64' or 'float32', got {dtype!r}")
-    return table[str(dtype).replace("torch.", "")]
+    """``float64`` / ``float32`` as a torch dtype (validated by :func:`~attsvm.gd.engine.dtype_name_of`)."""
+    return getattr(torch, dtype_name_of(dtype))
 
 
 def head_of(head: Any, B: int, d: int, param: str, dev, dt):
