@@ -57,10 +57,37 @@ from .data import subset
 from .errors import InputError
 from .pool import Pool, usable_cores
 from .progress import Progress
+from .registries import Check, declare
 from .serial import jsonable as _jsonable
 from .userfile import load_module
 
-NAMES = ("visual", "rank", "local", "gensvm", "overparam", "prompt", "joint", "mirror", "causal", "optgeom", "digits")
+_RECHECK = Check(
+    "attsvm.experiments:recheck",
+    "the spec's check (the paper's qualitative claims) on a smoke run and on the committed gallery numbers "
+    "docs/gallery/<name>.json, whose figure is re-drawn from them",
+)
+#: the built-in experiments (``numerics/<name>.py``, in the order of docs/experiments.md), each with its
+#: independent re-check (:mod:`attsvm.registries`): :func:`recheck` of a smoke run (``test_numerics_smoke.py``
+#: ``test_smoke``) and of the committed gallery numbers, the gallery figure re-drawn and its caption checked
+#: (``test_gallery_figures_are_for_print``); ``property_tests/test_registries.py`` checks that these names are
+#: exactly the specs of ``numerics/`` and the figures of ``docs/gallery/``
+NAMES = declare(
+    "experiments.NAMES",
+    {
+        "visual": _RECHECK,
+        "rank": _RECHECK,
+        "local": _RECHECK,
+        "gensvm": _RECHECK,
+        "overparam": _RECHECK,
+        "prompt": _RECHECK,
+        "joint": _RECHECK,
+        "mirror": _RECHECK,
+        "causal": _RECHECK,
+        "optgeom": _RECHECK,
+        "ntp": _RECHECK,
+        "digits": _RECHECK,
+    },
+)
 _REQUIRED = ("TITLE", "SIZES", "run", "plot", "check")
 _REQUIRED_BUILTIN = (*_REQUIRED, "caption")  # a spec named like a built-in one meets the built-ins' contract
 _PACKAGES = ("attsvm", "numpy", "scipy", "torch", "cvxpy", "clarabel", "matplotlib", "sympy", "mpmath")
@@ -92,6 +119,12 @@ def load_spec(name: str, folder: str | os.PathLike | None = None) -> ModuleType:
     if missing:
         raise InputError(f"{path}: experiment spec lacks {', '.join(missing)}")
     return mod
+
+
+def recheck(name: str, result: dict[str, Any], folder: str | os.PathLike | None = None) -> list[str]:
+    """The failure messages of the spec ``name``'s ``check`` on a stored ``result`` (its ``NAME.json``, e.g. the
+    committed gallery's): the paper's qualitative claims re-checked on those numbers (empty: all hold)."""
+    return [str(m) for m in load_spec(name, folder).check(result)]
 
 
 # ---------------------------------------------------------------------------------------------- context

@@ -28,9 +28,9 @@ Options:
 for universal claims (the Hypothesis searches; an empirical claim's runs are one batched numpy sweep):
 
 * ``max_examples``, when it differs from Hypothesis's default (100): the claim's example count, as
-  ``attsvm check --examples N`` (a fixed count: the time cap is lifted);
-* ``derandomize=True`` (and ``max_examples`` unchanged): the run must not depend on the machine's speed, so the
-  time cap is lifted and the claim runs its budget's full example count (its ``ci_examples`` at the ``ci``
+  ``attsvm check --examples N`` (a fixed count);
+* ``derandomize=True`` (and ``max_examples`` unchanged): the claim runs its budget's full example count (a
+  search never depends on the machine's speed: budgets are counts) (its ``ci_examples`` at the ``ci``
   budget, else ``max(5, round(b·examples))``).
 
 The seed is always ``--attsvm-seed`` (``derandomize=False`` does not randomise it): a pinned verdict and a saved
@@ -197,9 +197,9 @@ def hypothesis_note() -> str:
     name, n, derand = s
     what = []
     if n != HYPOTHESIS_DEFAULT_MAX_EXAMPLES:
-        what.append(f"max_examples={n} is the example count of universal claims (no time cap)")
+        what.append(f"max_examples={n} is the example count of universal claims")
     elif derand:
-        what.append("derandomize=True: universal claims run their full example count (no time cap)")
+        what.append("derandomize=True: universal claims run their full example count")
     return f"Hypothesis profile {name!r}: " + ("; ".join(what) if what else "nothing changed (attsvm check defaults)")
 
 
@@ -220,7 +220,7 @@ def _hypothesis_settings() -> tuple[str, int, bool] | None:
 
 def examples_from_hypothesis(claim: Any, budget: float) -> int | None:
     """The example count the active Hypothesis profile asks for ``claim`` (None: ``attsvm check``'s budgeted
-    count with its time cap). See the module docstring."""
+    count). See the module docstring."""
     from .claims.runner import examples_for, universal_examples
 
     s = _hypothesis_settings()

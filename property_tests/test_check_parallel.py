@@ -41,7 +41,7 @@ from attsvm.claims import Outcome, claim
 HYP = {"data": "paper", "n": (1, 3), "T": (2, 4), "d": (2, 3)}
 
 
-@claim(id="user-slow-true", title="n is positive (slowly)", origin="derived", hypotheses=HYP, examples=5, seconds=120)
+@claim(id="user-slow-true", title="n is positive (slowly)", origin="derived", hypotheses=HYP, examples=5)
 def slow_true(case):
     time.sleep(0.3)
     return Outcome(ok=True, margin=float(case.data.n))

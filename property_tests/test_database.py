@@ -111,7 +111,8 @@ def test_cli_default_db_no_db_and_bad_db(tmp_path):
     r = subprocess.run([*cmd, "--json", "-"], cwd=tmp_path, capture_output=True, text=True, env=env)
     rep = json.loads(r.stdout)["claims"][0]
     assert rep["examples"] == 1 and "database" in rep["reason"]
-    assert rep["counterexample_sizes"]["n"] >= 1 and rep["confirmation_method"].startswith("50 digits")
+    assert rep["counterexample_sizes"]["n"] >= 1
+    assert rep["confirmation_method"].startswith(("ball arithmetic", "50 digits"))
     (tmp_path / "afile").write_text("x")
     r = subprocess.run(
         [*cmd, "--db", str(tmp_path / "afile" / "db")], cwd=tmp_path, capture_output=True, text=True, env=env

@@ -184,6 +184,7 @@ def test_directions_agree_with_the_engines_on_one_gradient():
 
 def test_names_match_the_engine():
     assert hp.NORMS == gd.NORMS and hp.SCHEDULES == gd.SCHEDULES and set(hp.ALGOS) == set(gd.ALGOS)
+    assert hp.PARAMS == gd.init.PARAMS
 
 
 def test_bad_settings_are_refused():
@@ -198,11 +199,15 @@ def test_bad_settings_are_refused():
         {"algo": "adam", "adam_betas": (0.999, 0.9)},
         {"algo": "ngd", "schedule": "cosine"},
         {"algo": "nmd"},
+        {"algo": "ngd", "normalize": "both"},
+        {"algo": "gd", "normalize": "joint"},
     ):
         with pytest.raises(ValueError):
             hp.replay(ds, W0, steps=1, **kw)
-    with pytest.raises(ValueError):
-        hp.replay(ds, {"K": W0, "Q": W0}, param="KQ", algo="nsd", norm="fro", steps=1)
+    with pytest.raises(ValueError, match="param 'W' and 'p' only"):  # the mirror descents: W and p, as the engine
+        hp.replay(ds, {"K": W0, "Q": W0}, param="KQ", algo="md", q=3.0, steps=1)
+    with pytest.raises(ValueError, match="init=\\{'k'"):
+        hp.replay(ds, W0, param="diag", steps=1)
 
 
 def test_kit_gd_runs_the_new_algorithms_in_both_precisions():

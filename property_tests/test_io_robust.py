@@ -455,7 +455,7 @@ from attsvm.claims import Outcome, claim
 
 
 @claim(id="slow-claim", title="slow", origin="derived", hypotheses={"data": "paper", "n": (1, 2), "T": (2, 3),
-       "d": (2, 3)}, examples=100000, seconds=600)
+       "d": (2, 3)}, examples=100000)
 def slow(case):
     Path("started").touch()
     time.sleep(0.05)
@@ -481,7 +481,7 @@ def _search(conclusion):
     c = claim(id="t", title="t", origin="derived", hypotheses={"data": "paper", "n": (1, 2), "T": (2, 3), "d": (2, 3)})(
         conclusion
     )
-    return run_search(c, examples=50, seconds=None)
+    return run_search(c, examples=50)
 
 
 def test_keyboard_interrupt_in_a_conclusion_propagates():

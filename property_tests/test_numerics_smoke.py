@@ -21,7 +21,7 @@ import pytest
 from attsvm import figures, outputs
 from attsvm.cli import main
 from attsvm.errors import InputError
-from attsvm.experiments import NAMES, corr_trajectory, discover, jsonable, load_spec, reproduce
+from attsvm.experiments import NAMES, corr_trajectory, discover, jsonable, load_spec, recheck, reproduce
 from attsvm.figures import MIN_FONT_PT, band_stats, paper_style
 
 GALLERY = Path(__file__).resolve().parent.parent / "docs" / "gallery"
@@ -443,7 +443,8 @@ def test_caption_states_the_seeds_run(tmp_path):
 @pytest.mark.parametrize("name", NAMES)
 def test_gallery_figures_are_for_print(name):
     """The committed gallery (full sizes): PDF and a PNG of at least 200 dpi per experiment, a caption stating
-    the seeds run, and the figure, redrawn from the committed numbers, legible at print size."""
+    the seeds run, the spec's check passing on the committed numbers (:func:`attsvm.experiments.recheck`, the
+    experiment's declared re-check), and the figure, redrawn from those numbers, legible at print size."""
     man = json.loads((GALLERY / f"{name}.manifest.json").read_text())
     formats = {f["format"]: f for f in man["figures"]}
     assert {"png", "pdf"} <= set(formats) and formats["png"]["dpi"] >= 200
@@ -455,6 +456,7 @@ def test_gallery_figures_are_for_print(name):
     ]
     assert_caption_states_run((GALLERY / man["caption"]).read_text(), man["sizes"], name)
     res = json.loads((GALLERY / f"{name}.json").read_text())
+    assert recheck(name, res) == [], name
     with paper_style():
         assert_publication_figure(load_spec(name).plot(res), f"{name} (gallery)")
 

@@ -217,12 +217,12 @@ def test_what_is_honoured_of_the_hypothesis_profile(profile):
     emp = claim(id="e", title="t", origin="empirical", kind="empirical", rate=0.9, hypotheses={"data": "paper"})(
         lambda case: Outcome(ok=True)
     )
-    profile(max_examples=100, derandomize=False)  # Hypothesis's defaults: attsvm check's own count and time cap
+    profile(max_examples=100, derandomize=False)  # Hypothesis's defaults: attsvm check's own count
     assert pytest_plugin.examples_from_hypothesis(u, 1.0) is None
     profile(max_examples=33)
     assert pytest_plugin.examples_from_hypothesis(u, 1.0) == 33
     assert pytest_plugin.examples_from_hypothesis(emp, 1.0) is None  # runs of a sweep are not Hypothesis examples
-    profile(max_examples=100, derandomize=True)  # the budget's full count, without the time cap
+    profile(max_examples=100, derandomize=True)  # the budget's full count
     assert pytest_plugin.examples_from_hypothesis(u, 1.0) == 40
     assert pytest_plugin.examples_from_hypothesis(u, 0.2) == 8
     assert pytest_plugin.examples_from_hypothesis(u_ci, 0.2) == 9

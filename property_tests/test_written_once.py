@@ -119,9 +119,9 @@ def test_planted_false_statement_is_refuted_and_confirmed_automatically():
     c, r = _check(FIX / "false_smoothness.py")
     assert c.confirmer is None
     assert r.verdict == "refuted" and r.confirmed and r.matches
-    assert r.confirmed_by == "automatic" and r.confirmed_how == "high precision"
+    assert r.confirmed_by == "automatic" and r.confirmed_how == "rigorous"  # balls decided: a proved sign
     det = r.confirm_outcome.detail
-    assert det["margin_50"][:20] == det["margin_100"][:20]
+    assert det["margin_ball"].startswith("[-") and det["bits"] in (256, 1024)
     assert r.sizes is not None and set(r.sizes) == {"n", "T", "d"}
 
 
@@ -129,7 +129,6 @@ def test_planted_false_statement_is_refuted_and_confirmed_automatically():
     "name, why",
     [
         ("bypass_kit.py", "does not compute through case.kit"),
-        ("numpy_exp.py", "raised TypeError"),
         ("unstable.py", "not stable"),
     ],
 )
@@ -137,6 +136,13 @@ def test_automatic_confirmation_refuses_what_it_cannot_decide(name, why):
     _, r = _check(FIX / name)
     assert r.verdict == "inconclusive" and r.unconfirmed and not r.matches
     assert why in r.reason
+
+
+def test_numpy_exp_on_balls_stays_rigorous_and_raises_on_mpmath():
+    """``np.exp`` of a ball array calls arb's own ``exp`` (it stays in the confirming precision): the ball re-run
+    decides; the same code on the mpmath kit raises (test_high_precision_kit_keeps_mpmath_numbers)."""
+    _, r = _check(FIX / "numpy_exp.py")
+    assert r.verdict == "refuted" and r.confirmed and r.confirmed_how == "rigorous", r.reason
 
 
 def test_written_once_example_is_refuted_and_confirmed():
@@ -160,7 +166,7 @@ def test_ported_claims_confirm_automatically(claim_id):
     planted = Outcome(ok=False, margin=-1.0, detail=out.detail)
     conf = confirm(c, case, planted)
     assert conf.status == "cleared" and conf.by == "automatic", conf.reason
-    assert "margin_50" in conf.outcome.detail
+    assert "margin_ball" in conf.outcome.detail or "margin_50" in conf.outcome.detail
 
 
 @pytest.mark.parametrize("claim_id", CONTROLS)
@@ -177,4 +183,4 @@ def test_controls_confirm_automatically(claim_id):
     assert not out.ok and not out.inconclusive, out.detail
     conf = confirm(c, case, out)
     assert conf.status == "confirmed" and conf.by == "automatic", conf.reason
-    assert "margin_50" in conf.outcome.detail
+    assert conf.how == "rigorous" and "margin_ball" in conf.outcome.detail, conf.reason

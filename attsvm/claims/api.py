@@ -117,7 +117,6 @@ class Claim:
     kind: str = "universal"
     rate: float | None = None  # empirical: required success rate
     examples: int | None = None  # default budget (universal: Hypothesis examples; empirical: runs)
-    seconds: float | None = None  # default search time budget in seconds at budget 1.0 (universal)
     confirmer: Callable[[Any, Outcome], Outcome] | None = None
     module: str | None = None  # file it was discovered in
     notes: str = ""
@@ -146,6 +145,13 @@ class Claim:
     def case_hypotheses(self) -> dict[str, Any]:
         """What a case sees as ``case.hypotheses``: the strategy's parameters and the claim's ``params``."""
         return {**self.hypotheses, **self.params}
+
+    def new_constants(self) -> Any:
+        """A fresh :class:`~attsvm.claims.case.Constants` of :attr:`case_hypotheses` for one run of this claim: every
+        case of the run shares it, so the run can tell an undeclared read or a never-read ``params`` entry."""
+        from .case import Constants
+
+        return Constants(self.case_hypotheses, params=tuple(self.params))
 
     @property
     def expected(self) -> str:
@@ -182,7 +188,6 @@ class Claim:
             ("depends on", ", ".join(self.depends) or None),
             ("examples" if self.kind == "universal" else "runs", self.examples),
             ("CI budget", self.ci_examples),
-            ("time budget (s)", self.seconds),
             ("finding (pinned)", self.finding or None),
             ("file", html.code(self.module) if self.module else None),
             ("notes", self.notes or None),
@@ -203,12 +208,17 @@ def claim(
     rate: float | None = None,
     examples: int | None = None,
     notes: str = "",
-    seconds: float | None = None,
+    seconds: Any = None,
     expect: str | None = None,
     finding: str = "",
     ci_examples: int | None = None,
 ) -> Callable[[Callable[[Any], Outcome]], Claim]:
     """Decorator turning a conclusion function into a :class:`Claim` (see module docstring)."""
+    if seconds is not None:
+        raise ValueError(
+            f"claim {id}: seconds= is gone: a search budget is a count (examples=N), so that a verdict does not "
+            "depend on the machine's speed (a wall-clock limit is attsvm check --time-limit S)"
+        )
 
     def wrap(fn: Callable[[Any], Outcome]) -> Claim:
         return Claim(
@@ -223,7 +233,6 @@ def claim(
             kind=kind,
             rate=rate,
             examples=examples,
-            seconds=seconds,
             expect=expect,
             finding=finding,
             ci_examples=ci_examples,

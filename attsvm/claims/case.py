@@ -18,13 +18,28 @@ draws, seed and index travel, the Hypothesis data of a search case does not (it 
 once the search is over). Such a *spent* search case is a record: it reads and replays (:meth:`replayed`) like
 the original, and a new draw from it is an error.
 
-A case has a ``precision``: ``"float64"`` (search, empirical runs) or ``"mp"`` (the automatic confirmation
-replays the case at ``dps`` digits); ``case.kit`` is the :mod:`attsvm.kit` of that precision, so a conclusion
-written against it is evaluated in both without a second implementation.
+A case has a ``precision``: ``"float64"`` (search, empirical runs), ``"ball"`` (the automatic confirmation's
+rigorous re-run in arb balls of ``prec`` bits) or ``"mp"`` (its high-precision fallback at ``dps`` digits);
+``case.kit`` is the :mod:`attsvm.kit` of that precision, so a conclusion written against it is evaluated in all
+three without a second implementation.
+
+**A confirming case has no float64 data.** In a ball or mp case (:attr:`Case.confirming`) ``case.data`` is a
+:class:`ConfirmingData` view whose number arrays (``X``, ``Y``, ``Z``, ``v``, ``scores``) are arrays of the
+confirming precision, the draws (``draw_matrix``, ``draw_float``, recorded floats of ``draw``) come back in that
+precision, and ``case.kit`` is *strict* (it rejects a float that looks computed: :class:`attsvm.kit.Bypass`). A
+numpy float64 computation on the data therefore stays in the confirming precision or fails, and a conclusion
+that computes in float64 anyway cannot hand its result to the kit: the failure stays unconfirmed.
+
+**Constants are strict.** ``case.hypotheses`` is a :class:`Constants` mapping of the claim's hypotheses and
+``params``: reading a key that the claim did not declare raises :class:`UndeclaredConstant` (also through
+``.get(key, default)``: a default never stands in for a misspelt name), and the run records which ``params`` were
+read, so that a declared constant that is never read is reported as an error in the claim
+(:meth:`Constants.unread`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -34,6 +49,110 @@ from ..data import Dataset
 
 class ReplayError(RuntimeError):
     """A replayed case asked for a draw that was not recorded (or of another kind)."""
+
+
+class UndeclaredConstant(Exception):
+    """A conclusion read a constant its claim does not declare (a misspelt name, a missing ``params`` entry)."""
+
+
+class Constants(Mapping):
+    """The strict, read-tracking mapping behind ``case.hypotheses`` (module docstring).
+
+    ``values``: the hypotheses and the claim's constants; ``params``: the names of the claim's own constants
+    (whose reads are recorded). Every case of one claim run shares one ``Constants`` (:meth:`for_case`), so the
+    reads of the search, the confirmation and the replays add up. An undeclared read is remembered too
+    (``undeclared``), so a claim that catches the exception is still reported."""
+
+    def __init__(self, values: Mapping[str, Any] | None = None, params: Any = ()) -> None:
+        self._values = dict(values or {})
+        self.params = tuple(params)
+        self.read: set[str] = set()
+        self.undeclared: list[str] = []
+
+    def _miss(self, key: Any) -> UndeclaredConstant:
+        self.undeclared.append(str(key))
+        return UndeclaredConstant(self._miss_text(str(key)))
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self._values:
+            raise self._miss(key)
+        self.read.add(key)
+        return self._values[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """Like ``[key]``: an undeclared key is an error even with a default (module docstring)."""
+        return self[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._values
+
+    def __iter__(self):
+        self.read.update(self._values)  # handing every constant on reads them all
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        return f"Constants({self._values!r})"
+
+    def unread(self) -> list[str]:
+        """The claim's own constants (``params``) that no case read."""
+        return [k for k in self.params if k not in self.read]
+
+    def problem(self) -> str | None:
+        """The error in the claim this run's reads show (None when there is none): an undeclared read first."""
+        if self.undeclared:
+            return self._miss_text(self.undeclared[0])
+        unread = self.unread()
+        if unread:
+            names = ", ".join(repr(k) for k in unread)
+            return f"declared constant{'s' if len(unread) > 1 else ''} {names} never read (a misspelt name?)"
+        return None
+
+    def _miss_text(self, key: str) -> str:
+        known = ", ".join(sorted(map(str, self._values))) or "none"
+        return f"case.hypotheses[{key!r}]: the claim declares no constant {key!r} (declared: {known})"
+
+    @staticmethod
+    def for_case(hypotheses: Any) -> Constants:
+        """``hypotheses`` as a :class:`Constants` (a ``Constants`` is shared as it is, a dict is wrapped)."""
+        return hypotheses if isinstance(hypotheses, Constants) else Constants(hypotheses)
+
+
+FLOAT_FIELDS = ("X", "Y", "Z", "v", "scores")  # a data set's number arrays
+FLOAT64_METHODS = ("flat", "to_dict", "save")  # give float64 arrays: not available on a confirming view
+
+
+class ConfirmingData:
+    """A :class:`~attsvm.data.Dataset` seen in a confirming precision (module docstring): ``X``, ``Y``, ``Z``, ``v``,
+    ``scores`` are arrays of ``kit``'s precision (float64 values taken exactly), ``raw`` is the data set itself
+    (what :mod:`attsvm.kit`'s helpers use), everything else (sizes, ``kind``, ``selection``, masks, tokens) is the
+    data set's."""
+
+    def __init__(self, raw: Dataset, kit: Any) -> None:
+        self.raw = raw
+        self._kit = kit
+        self._cache: dict[str, Any] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if name in FLOAT_FIELDS:
+            if name not in self._cache:
+                val = getattr(self.raw, name)
+                self._cache[name] = None if val is None else self._kit.exact(val)
+            return self._cache[name]
+        if name in FLOAT64_METHODS:
+            raise AttributeError(
+                f"case.data.{name}() gives float64 arrays: while confirming use case.kit (k.data(case.data))"
+            )
+        if name == "with_alpha":
+            return lambda alpha: ConfirmingData(self.raw.with_alpha(alpha), self._kit)
+        return getattr(self.raw, name)
+
+    def __repr__(self) -> str:
+        return f"ConfirmingData({self.raw!r}, {self._kit!r})"
 
 
 class Case:
@@ -53,10 +172,14 @@ class Case:
         replay: list[Any] | None = None,
         precision: str = "float64",
         dps: int | None = None,
+        prec: int | None = None,
     ) -> None:
-        self.data = data
+        self.precision = precision
+        self.dps = dps
+        self.prec = prec
+        self._data = data
         self.batch = batch
-        self.hypotheses = dict(hypotheses or {})
+        self.hypotheses = Constants.for_case(hypotheses)
         self.seed = int(seed)
         self.device = device
         self.budget = float(budget)
@@ -66,8 +189,6 @@ class Case:
         self._cursor = 0
         self.draws: list[Any] = []  # values drawn by the conclusion, in order
         self._rng: np.random.Generator | None = None
-        self.precision = precision
-        self.dps = dps
         self._spent = False  # a search case whose Hypothesis data stayed behind (unpickled: __getstate__)
 
     def __getstate__(self) -> dict[str, Any]:
@@ -91,19 +212,43 @@ class Case:
         return "empirical"
 
     @property
+    def confirming(self) -> bool:
+        """Whether this case re-runs a conclusion in a confirming precision (``"ball"`` or ``"mp"``)."""
+        return self.precision != "float64"
+
+    @property
     def kit(self) -> Any:
-        """The helpers of :mod:`attsvm.kit` in this case's precision: float64 while searching, mpmath (``dps``
-        digits) when the automatic confirmation re-runs the conclusion."""
+        """The helpers of :mod:`attsvm.kit` in this case's precision: float64 while searching; when the automatic
+        confirmation re-runs the conclusion, the strict ball kit (``prec`` bits) or mpmath kit (``dps`` digits)."""
         from .. import kit
 
-        return kit.for_precision(self.precision, self.dps or kit.CONFIRM_DPS[0])
+        if self.precision == "float64":
+            return kit.FLOAT64
+        size = self.prec if self.precision == "ball" else self.dps
+        return kit.for_precision(self.precision, size, strict=True)
 
-    def replayed(self, precision: str = "float64", dps: int | None = None) -> Case:
+    @property
+    def data(self) -> Any:
+        """The data set (universal claims): a :class:`~attsvm.data.Dataset`, or in a confirming case its
+        :class:`ConfirmingData` view."""
+        if self._data is None or not self.confirming:
+            return self._data
+        if not isinstance(self._data, ConfirmingData):
+            self._data = ConfirmingData(self._data, self.kit)
+        return self._data
+
+    @property
+    def raw_data(self) -> Dataset | None:
+        """The data set as stored (float64), whatever the precision (for reports and counterexample files)."""
+        return getattr(self._data, "raw", self._data)
+
+    def replayed(self, precision: str = "float64", dps: int | None = None, prec: int | None = None) -> Case:
         """A fresh case with the same data and the draws of this one, replayed in order (in ``precision``)."""
         return Case(
             precision=precision,
             dps=dps,
-            data=self.data,
+            prec=prec,
+            data=self.raw_data,
             batch=self.batch,
             hypotheses=self.hypotheses,
             seed=self.seed,
@@ -121,11 +266,19 @@ class Case:
         self.draws.append(val)
         return val
 
+    def _exact(self, val: Any) -> Any:
+        """A recorded float draw in the confirming precision (float64 values taken exactly); others unchanged."""
+        if not self.confirming:
+            return val
+        if isinstance(val, (float, np.floating)) or (isinstance(val, np.ndarray) and val.dtype.kind == "f"):
+            return self.kit.exact(val)
+        return val
+
     # ------------------------------------------------------------------ draws
     def draw(self, strategy: Any) -> Any:
         """Draw from a Hypothesis strategy (universal claims; recorded for replay)."""
         if self._replay is not None:
-            return self._next_recorded()
+            return self._exact(self._next_recorded())
         self._live()
         if self._hd is None:
             raise RuntimeError("case.draw(strategy) needs a universal claim (empirical claims: use case.rng())")
@@ -139,7 +292,7 @@ class Case:
             val = np.asarray(self._next_recorded(), dtype=np.float64)
             if val.shape != (rows, cols):
                 raise ReplayError(f"replayed matrix has shape {val.shape}, expected {(rows, cols)}")
-            return val
+            return self._exact(val)
         self._live()
         if self._hd is None:
             val = self.rng().uniform(-scale, scale, size=(rows, cols))
@@ -154,7 +307,7 @@ class Case:
     def draw_float(self, lo: float, hi: float) -> float:
         """A float in [lo, hi] (shrinks towards simple numbers)."""
         if self._replay is not None:
-            return float(self._next_recorded())
+            return self._exact(float(self._next_recorded()))
         self._live()
         if self._hd is None:
             val = float(self.rng().uniform(lo, hi))
@@ -197,6 +350,6 @@ class Case:
 
     def __repr__(self) -> str:
         what = "batch" if self.batch is not None else "data"
-        ds = self.batch if self.batch is not None else self.data
+        ds = self.batch if self.batch is not None else self.raw_data
         shape = None if ds is None else ds.X.shape
         return f"Case({what}={shape}, seed={self.seed}, mode={self.mode}, draws={len(self.draws)})"

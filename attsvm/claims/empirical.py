@@ -37,14 +37,18 @@ def decided_runs(runs: Any, n: int | None = None) -> tuple[np.ndarray, np.ndarra
     return ok, decided
 
 
-def run_sweep(claim: Claim, *, runs: int, seed: int = 0, budget: float = 1.0, device: str = "cpu") -> SweepResult:
-    """One batched sweep of ``runs`` runs of an empirical claim."""
+def run_sweep(
+    claim: Claim, *, runs: int, seed: int = 0, budget: float = 1.0, device: str = "cpu", constants: Any = None
+) -> SweepResult:
+    """One batched sweep of ``runs`` runs of an empirical claim (``constants``: the run's shared
+    :class:`~.case.Constants`, default a fresh one)."""
     from .. import strategies as strategies_mod
     from .search import error_line
 
     name, params = strategies_mod.split_hypotheses(claim.hypotheses)
     batch = strategies_mod.batch(name, runs, seed=seed, **params) if name is not None else None
-    case = Case(batch=batch, hypotheses=claim.case_hypotheses, seed=seed, device=device, budget=budget)
+    consts = claim.new_constants() if constants is None else constants
+    case = Case(batch=batch, hypotheses=consts, seed=seed, device=device, budget=budget)
     try:
         out = claim.conclusion(case)
     except Exception as exc:

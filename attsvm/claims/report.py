@@ -43,11 +43,16 @@ COLUMNS = ("id", "origin", "verdict", "examples", "decided", "worst margin", "se
 
 
 def confirmed_label(r: ClaimResult) -> str:
-    """Short: ``50 digits, automatic`` / ``high precision`` / ``exact`` / ``ball arithmetic``."""
-    if r.confirmed_by == "automatic":
-        return "50 digits, automatic"
+    """Short, with how the sign was established: ``ball, rigorous`` / ``exact, rigorous`` / ``50 digits,
+    automatic, not rigorous`` / ``high precision, not rigorous``."""
     how = r.confirmed_how or "high precision"
-    return HOW_LABELS.get(how, how)
+    if how == "rigorous":
+        return "ball, rigorous"
+    if how == "exact":
+        return "exact, rigorous"
+    if r.confirmed_by == "automatic":
+        return "50 digits, automatic, not rigorous"
+    return f"{HOW_LABELS.get(how, how)}, not rigorous"
 
 
 def confirmation_text(r: ClaimResult) -> str:

@@ -1,13 +1,19 @@
 r"""The check job: run claims in dependency order, each within its budget, and decide verdicts.
 
 **Budget.** A scale $b$ (``case.budget``): named ``ci`` (0.2), ``default`` (1.0), ``thorough`` (5.0), or a
-positive number; ``ATTSVM_CHECK_BUDGET`` sets it when the CLI does not. A universal claim runs
-$\max(5,\mathrm{round}(b\cdot E))$ Hypothesis examples ($E$ = the claim's ``examples``, default 100) but stops
-searching $b\cdot S$ seconds after its first example ($S$ = the claim's ``seconds``, default 15; shrinking
-gets another $\max(10, S)$ seconds) and reports how many examples it actually ran. An empirical claim runs
-$\max(8,\mathrm{round}(b\cdot E))$ runs ($E$ default 50) in one batched sweep; its "worst margin" is the
-observed success rate minus the required rate. ``examples=N`` (CLI ``--examples N``) fixes the count and lifts
-the time cap. At the ``ci`` budget a claim's own ``ci_examples`` (when set) is the count.
+positive number; ``ATTSVM_CHECK_BUDGET`` sets it when the CLI does not. Budgets are **counts**, never seconds: a
+universal claim runs $\max(5,\mathrm{round}(b\cdot E))$ Hypothesis examples ($E$ = the claim's ``examples``,
+default 100) and, after a failure, at most $\max(200,\mathrm{round}(b\cdot 500))$ shrink calls; an empirical claim
+runs $\max(8,\mathrm{round}(b\cdot E))$ runs ($E$ default 50) in one batched sweep; its "worst margin" is the
+observed success rate minus the required rate. ``examples=N`` (CLI ``--examples N``) fixes the count. At the ``ci``
+budget a claim's own ``ci_examples`` (when set) is the count. So a verdict depends on the claim, the seed and the
+budget, never on the machine's speed or load. ``time_limit`` (CLI ``--time-limit S``, off by default) is the one
+clock: a universal search it cuts short is ``inconclusive: time limit``, never ``verified``.
+
+**Constants.** Every case of one run shares one :class:`~.case.Constants` (``case.hypotheses``): a read of an
+undeclared constant, or a ``params`` entry that no case read, is an error in the claim (exit 1 with its id). A
+constant read only by the claim's ``confirm`` (which runs only on a failure) counts as read when the confirmer's
+source names it.
 
 **Evidence.** Always (not only after a timeout): fewer than :data:`MIN_DECIDED` decided examples (runs), or
 more than :data:`MAX_UNDECIDED_FRACTION` of them undecidable, is ``inconclusive``, never ``verified`` (one
@@ -23,8 +29,7 @@ sends back its :class:`~attsvm.claims.verdict.ClaimResult`. A claim's run depend
 and the budget, never on the claims run before it in the same process, so the results are those of the serial
 run; they are listed in the dependency order, and the ``[depends on refuted ...]`` note is added once all are in,
 as serially. Claims start longest first by the durations the counterexample database recorded
-(:func:`schedule`). Only the ``seconds`` fields, and the time caps of a search that reaches them (a claim whose
-examples are slower than its ``seconds`` allow, e.g. on a loaded machine), depend on the machine.
+(:func:`schedule`). Only the ``seconds`` fields (and a user's ``time_limit``) depend on the machine.
 
 Entry points: :func:`run_claim` (one claim → :class:`~attsvm.claims.verdict.ClaimResult`), :func:`check`
 (many claims, progress, counterexample files; serially or in parallel) and :func:`replay` (re-evaluate a saved
@@ -55,7 +60,6 @@ from .verdict import ClaimResult, decided_text, jsonable, rate_verdict
 
 BUDGETS = {"ci": 0.2, "default": 1.0, "thorough": 5.0}
 DEFAULT_EXAMPLES = {"universal": 100, "empirical": 50}
-DEFAULT_SECONDS = 15.0
 MAX_UNDECIDED_FRACTION = 0.25  # more undecidable examples than this fraction -> inconclusive verdict
 MIN_DECIDED = 3  # fewer decided examples (runs) than this -> inconclusive, never verified
 
@@ -91,7 +95,7 @@ def validate(claim: Claim) -> None:
 
 def examples_for(claim: Claim, budget: str | float, examples: int | None = None) -> int | None:
     """The fixed example count of a run: ``examples`` if given, else the claim's ``ci_examples`` at the ``ci``
-    budget (None: the budget-scaled count with its time cap)."""
+    budget (None: the budget-scaled count)."""
     if examples is not None:
         return int(examples)
     if claim.ci_examples is not None and resolve_budget(budget) == BUDGETS["ci"]:
@@ -104,12 +108,39 @@ def universal_examples(claim: Claim, budget: float) -> int:
     return max(5, int(round(budget * (claim.examples or DEFAULT_EXAMPLES["universal"]))))
 
 
+def shrink_calls(budget: float) -> int:
+    """The budget-scaled count of shrink calls after a failure (at least 200)."""
+    from .search import DEFAULT_SHRINKS
+
+    return max(200, int(round(budget * DEFAULT_SHRINKS)))
+
+
+def constants_problem(claim: Claim, consts: Any) -> str | None:
+    """The error in ``claim`` that the reads of one run show (module docstring), or None."""
+    problem = consts.problem()
+    if problem is None or consts.undeclared:
+        return problem
+    unread = consts.unread()
+    if claim.confirmer is not None:  # a confirm that did not run: the names its source uses count as read
+        import inspect
+
+        try:
+            src = inspect.getsource(claim.confirmer)
+        except (OSError, TypeError):
+            src = ""
+        unread = [k for k in unread if repr(k) not in src and f'"{k}"' not in src]
+    if not unread:
+        return None
+    names = ", ".join(repr(k) for k in unread)
+    return f"declared constant{'s' if len(unread) > 1 else ''} {names} never read (a misspelt name?)"
+
+
 def _evidence(decided: int, undecided: int, what: str, reasons: Any = None, exhausted: bool = False) -> str | None:
     """The reason a result without failures is not ``verified`` (None when the evidence suffices). When the
     search space was ``exhausted`` (every distinct case was tried) one decided example is enough."""
     total = decided + undecided
     if total == 0:
-        return f"no {what} ran (time budget too small)"
+        return f"no {what} ran"
     need = 1 if exhausted else MIN_DECIDED
     if decided < need:
         return f"too few decided {what}: {decided} (need {need})"
@@ -152,7 +183,7 @@ def run_claim(
     seed: int = 0,
     budget: str | float = 1.0,
     device: str = "cpu",
-    seconds: float | None = None,
+    time_limit: float | None = None,
     out: str | os.PathLike | None = None,
     on_example: Callable[[Any], None] | None = None,
     allow_inconclusive: bool = False,
@@ -161,11 +192,13 @@ def run_claim(
     """Check one claim; return its :class:`ClaimResult` (saving a failing case under ``out`` if given).
 
     ``db``: a :class:`~.database.Database` — its stored failures of a universal claim are replayed first, and a
-    failing case found is stored (None: no database)."""
+    failing case found is stored (None: no database). ``time_limit``: the user's wall-clock limit of a universal
+    search in seconds (None: none; module docstring)."""
     b = resolve_budget(budget)
     validate(claim)
     examples = examples_for(claim, b, examples)
     t0 = time.perf_counter()
+    consts = claim.new_constants()
     hit = db.replay(claim, budget=b, device=device) if db is not None and claim.kind == "universal" else None
     if hit is not None:
         res = _base(claim, seed=int(hit.case.seed), budget=b, examples=1, worst_margin=float(hit.outcome.margin))
@@ -174,9 +207,12 @@ def run_claim(
         res.reason += f" (replayed from the counterexample database: {hit.path})"
         res.detail = {"from_database": str(hit.path)}
     elif claim.kind == "empirical":
-        res = _run_empirical(claim, examples, seed, b, device)
+        res = _run_empirical(claim, examples, seed, b, device, consts)
     else:
-        res = _run_universal(claim, examples, seed, b, device, seconds, on_example)
+        res = _run_universal(claim, examples, seed, b, device, time_limit, on_example, consts)
+    problem = None if hit is not None else constants_problem(claim, consts)
+    if problem is not None and res.error is None:
+        res.verdict, res.error, res.reason = "inconclusive", problem, f"error: {problem}"
     if db is not None and claim.kind == "universal" and hit is None and res.outcome is not None:
         db.store(res)
     res.seconds = time.perf_counter() - t0
@@ -190,19 +226,20 @@ def run_claim(
     return res
 
 
-def _run_universal(claim, examples, seed, b, device, seconds, on_example) -> ClaimResult:
+def _run_universal(claim, examples, seed, b, device, time_limit, on_example, consts) -> ClaimResult:
     from .search import run_search
 
-    if examples is not None:
-        n = int(examples)
-        cap = seconds
-    else:
-        n = universal_examples(claim, b)
-        cap = seconds if seconds is not None else b * (getattr(claim, "seconds", None) or DEFAULT_SECONDS)
-    # shrinking always has a finite cap (also with --examples, which only lifts the search cap)
-    shrink = max(10.0, cap if cap is not None else b * (getattr(claim, "seconds", None) or DEFAULT_SECONDS))
+    n = int(examples) if examples is not None else universal_examples(claim, b)
     sr = run_search(
-        claim, examples=n, seed=seed, budget=b, device=device, seconds=cap, shrink_seconds=shrink, on_example=on_example
+        claim,
+        examples=n,
+        seed=seed,
+        budget=b,
+        device=device,
+        shrinks=shrink_calls(b),
+        time_limit=time_limit,
+        constants=consts,
+        on_example=on_example,
     )
     res = _base(claim, seed=seed, budget=b, examples=sr.examples, worst_margin=sr.worst_margin)
     res.inconclusive_cases = sr.inconclusive
@@ -221,8 +258,16 @@ def _run_universal(claim, examples, seed, b, device, seconds, on_example) -> Cla
     if sr.minimal is not None:
         res.case, res.outcome = sr.minimal
         _apply(res, sr.confirmation)
+        if sr.timed_out and not res.confirmed:
+            res.reason += " (time limit reached while shrinking)"
         return res
     decided = sum(sr.decided.values())
+    if sr.timed_out:  # the user's wall-clock limit: an unfinished search is never verified
+        res.reason = (
+            f"time limit: the search stopped after {sr.examples} of {n} examples "
+            f"({decided} decided, no failure); rerun without --time-limit"
+        )
+        return res
     lacking = _evidence(decided, sr.inconclusive, "examples", sr.inconclusive_reasons, sr.exhausted)
     if lacking is not None:
         res.reason = lacking
@@ -231,18 +276,16 @@ def _run_universal(claim, examples, seed, b, device, seconds, on_example) -> Cla
     res.reason = f"no failure in {decided} decided examples ({decided_text(sr.decided)})"
     if sr.inconclusive:
         res.reason += f", {sr.inconclusive} undecidable"
-    if sr.timed_out:
-        res.reason += " (time budget reached)"
     if sr.exhausted:
         res.reason += " (every distinct case tried)"
     return res
 
 
-def _run_empirical(claim, examples, seed, b, device) -> ClaimResult:
+def _run_empirical(claim, examples, seed, b, device, consts) -> ClaimResult:
     from .empirical import failing_case, run_sweep
 
     runs = int(examples) if examples is not None else max(8, int(round(b * (claim.examples or 50))))
-    sw = run_sweep(claim, runs=runs, seed=seed, budget=b, device=device)
+    sw = run_sweep(claim, runs=runs, seed=seed, budget=b, device=device, constants=consts)
     res = _base(claim, seed=seed, budget=b, examples=sw.runs)
     if sw.error is not None:
         res.error = sw.error
@@ -356,7 +399,7 @@ def check(
     budget: str | float | None = None,
     device: str = "cpu",
     out: str | os.PathLike | None = "attsvm-counterexamples",
-    seconds: float | None = None,
+    time_limit: float | None = None,
     progress: Progress | None = None,
     allow_inconclusive: bool = False,
     db: Any = None,
@@ -391,7 +434,7 @@ def check(
         seed=seed,
         budget=b,
         device=device,
-        seconds=seconds,
+        time_limit=time_limit,
         out=None if out is None else str(out),
         allow_inconclusive=allow_inconclusive,
     )

@@ -13,9 +13,13 @@ For a claim with conclusion $c$ and data strategy $S$ (selected by its hypothese
         target(-out.margin)          # push towards failure
         if not out.ok: raise Failed  # Hypothesis shrinks the failing case
 
-within a time budget: once the search seconds (or, after the first failure, the shrink seconds) are
-spent, the next call aborts the Hypothesis run (a ``BaseException``; Hypothesis may re-raise it as
-"inconsistent data generation", which is then ignored).
+**Budgets are counts.** The search runs ``examples`` examples and, after the first failure, at most
+``shrinks`` shrink calls; both are counts, so for a given claim, seed and budget the examples, the verdict and the
+shrunk counterexample are the same on any machine and under any load (nothing here reads a clock to decide).
+Once the shrink count is spent the next call aborts the Hypothesis run (a ``BaseException``; Hypothesis may
+re-raise it as "inconsistent data generation", which is then ignored). Only a wall-clock ``time_limit`` that a
+user sets reads the clock: an unfinished search that reaches it ends ``timed_out`` (the verdict
+``inconclusive: time limit``, never ``verified``), and a shrink it cuts short is reported the same way.
 
 **Ctrl-C.** A ``KeyboardInterrupt`` always ends the search and propagates to the caller (the CLI prints
 ``error: interrupted``, exit 130): the claim code's exceptions are caught as ``Exception`` only, an interrupt
@@ -58,11 +62,13 @@ class _Failed(Exception):
 
 
 class _OutOfTime(BaseException):
-    """Aborts the Hypothesis run when the time budget is spent (a BaseException, so Hypothesis does not
-    treat it as a test failure; returning early instead would make its data generation inconsistent)."""
+    """Aborts the Hypothesis run when the shrink count or the user's time limit is spent (a BaseException, so
+    Hypothesis does not treat it as a test failure; returning early instead would make its data generation
+    inconsistent)."""
 
 
 SHRUNK_TO_CONFIRM = 4  # after shrinking, confirm at most this many of the smallest failing cases
+DEFAULT_SHRINKS = 500  # shrink calls after the first failure at budget 1.0 (a count: the same on every machine)
 
 
 @dataclass
@@ -79,7 +85,7 @@ class SearchResult:
     confirmation: Confirmation | None = None  # of ``minimal``
     error: str | None = None
     error_case: Case | None = None
-    timed_out: bool = False
+    timed_out: bool = False  # the user's wall-clock time limit ended the search or its shrinking
     exhausted: bool = False  # Hypothesis stopped early, every distinct case tried (e.g. a claim without draws)
 
 
@@ -178,6 +184,26 @@ def _no_local_constants():
         _prov._get_local_constants = original
 
 
+@contextlib.contextmanager
+def _no_shrink_clock():
+    """Make shrinking end by our count alone: Hypothesis also stops a shrink after ``MAX_SHRINKING_SECONDS`` (300 s)
+    of wall time, which a slow or loaded machine could reach with another counterexample as the result. While a
+    claim is searched that limit is lifted (best effort: on a Hypothesis without it nothing changes); the shrink
+    count (``shrinks``) bounds the work instead."""
+    try:
+        from hypothesis.internal.conjecture import engine as _engine
+
+        original = _engine.MAX_SHRINKING_SECONDS
+    except Exception:  # pragma: no cover - other Hypothesis versions
+        yield
+        return
+    _engine.MAX_SHRINKING_SECONDS = math.inf
+    try:
+        yield
+    finally:
+        _engine.MAX_SHRINKING_SECONDS = original
+
+
 def run_search(
     claim: Claim,
     *,
@@ -185,11 +211,13 @@ def run_search(
     seed: int = 0,
     budget: float = 1.0,
     device: str = "cpu",
-    seconds: float | None = None,
-    shrink_seconds: float | None = None,
+    shrinks: int = DEFAULT_SHRINKS,
+    time_limit: float | None = None,
+    constants: Any = None,
     on_example: Any = None,
 ) -> SearchResult:
-    """Search ``claim`` for a failing case with Hypothesis (see module docstring)."""
+    """Search ``claim`` for a failing case with Hypothesis (see module docstring). ``constants``: the
+    :class:`~.case.Constants` every case of the run shares (default: a fresh one of the claim)."""
     from hypothesis import HealthCheck, Phase, Verbosity, given, settings, target
     from hypothesis import seed as hseed
     from hypothesis import strategies as st
@@ -199,9 +227,9 @@ def run_search(
 
     strategy = strategies_mod.for_hypotheses(claim.hypotheses)
     res = SearchResult()
-    # the clock starts after the first example (which pays for imports: torch, sympy, cvxpy)
+    consts = claim.new_constants() if constants is None else constants
+    # the user's time limit (if any) starts after the first example (which pays for imports: torch, sympy, cvxpy)
     clock = {"deadline": math.inf}
-    shrink_state = {"deadline": math.inf}
     counter = {"i": 0}
     aborted = {"yes": False}
     shrunk: list[tuple[tuple, int, Case, Outcome]] = []  # failing cases met while shrinking
@@ -214,18 +242,17 @@ def run_search(
     def test(data) -> None:
         if sigint["yes"]:  # an earlier Ctrl-C was swallowed somewhere: stop now
             raise KeyboardInterrupt
-        now = time.perf_counter()
-        if res.minimal is None and now > clock["deadline"]:
+        if time_limit is not None and time.perf_counter() > clock["deadline"]:
             res.timed_out = aborted["yes"] = True
             raise _OutOfTime
-        if res.minimal is not None and now > shrink_state["deadline"]:
+        if res.minimal is not None and res.shrink_calls >= shrinks:
             aborted["yes"] = True
             raise _OutOfTime
         counter["i"] += 1
         ds = data.draw(strategy) if strategy is not None else None
         case = Case(
             data=ds,
-            hypotheses=claim.case_hypotheses,
+            hypotheses=consts,
             seed=seed,
             device=device,
             budget=budget,
@@ -248,8 +275,8 @@ def run_search(
             stop_with_error(f"conclusion {bad}", case)
         if searching:
             res.examples += 1
-            if res.examples == 1 and seconds is not None:
-                clock["deadline"] = time.perf_counter() + seconds
+            if res.examples == 1 and time_limit is not None:
+                clock["deadline"] = time.perf_counter() + time_limit
         else:
             res.shrink_calls += 1
         if on_example is not None:
@@ -275,7 +302,6 @@ def run_search(
                 res.decided[c.how] += 1
                 return
             res.minimal, res.confirmation = (case, out), c
-            shrink_state["deadline"] = time.perf_counter() + (math.inf if shrink_seconds is None else shrink_seconds)
         else:
             shrunk.append((complexity(case), len(shrunk), case, out))
         raise _Failed(claim.id)
@@ -293,7 +319,7 @@ def run_search(
     )(hseed(int(seed))(given(st.data())(test)))
     sigint = {"yes": False}
     try:
-        with _sigint_remembered() as sigint, _no_local_constants():
+        with _sigint_remembered() as sigint, _no_local_constants(), _no_shrink_clock():
             wrapped()
     except (_Failed, _OutOfTime):
         pass

@@ -3,7 +3,7 @@
 ::
 
     attsvm check [PATH ...] [--only ID ...] [-k EXPR] [--examples N] [--seed S] [--budget ci|default|thorough|X]
-                 [--seconds S] [--json FILE] [--markdown FILE] [--latex FILE] [--device cpu|cuda]
+                 [--time-limit S] [--json FILE] [--markdown FILE] [--latex FILE] [--device cpu|cuda]
                  [--out DIR] [--replay FILE.npz] [--db DIR | --no-db] [--list] [-n N|auto | --cluster SPEC]
 
 PATH: claim files or folders (default: the built-in ``proofs/`` collection). Exit 0 when every verdict
@@ -29,6 +29,7 @@ scheduler is bad input (exit 2) before anything runs. ``--replay`` and ``--list`
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 
 from .options import add_pool_options
@@ -49,9 +50,15 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "--budget",
         default=None,
         metavar="B",
-        help="ci | default | thorough | a number (scales examples, runs, seconds; env ATTSVM_CHECK_BUDGET)",
+        help="ci | default | thorough | a number (scales the example, run and shrink counts; env ATTSVM_CHECK_BUDGET)",
     )
-    p.add_argument("--seconds", type=float, metavar="S", help="search time cap per claim (seconds)")
+    p.add_argument(
+        "--time-limit",
+        type=float,
+        metavar="S",
+        help="wall-clock limit of each claim's search in seconds (off by default; a search it cuts short is "
+        "'inconclusive: time limit', never verified)",
+    )
     p.add_argument("--json", metavar="FILE", help="write the JSON report to FILE ('-' for stdout)")
     p.add_argument("--markdown", metavar="FILE", help="write a Markdown report")
     p.add_argument("--latex", metavar="FILE", help="write a LaTeX report (plain tabular)")
@@ -104,8 +111,8 @@ def _check_args(args) -> None:
         check_output_file(getattr(args, name), f"--{name}")
     if args.examples is not None and args.examples < 1:
         raise InputError(f"--examples must be >= 1, got {args.examples}")
-    if args.seconds is not None and not args.seconds > 0:
-        raise InputError(f"--seconds must be > 0, got {args.seconds}")
+    if args.time_limit is not None and not (args.time_limit > 0 and math.isfinite(args.time_limit)):
+        raise InputError(f"--time-limit must be a positive number of seconds, got {args.time_limit}")
     if args.device == "cuda":
         import torch
 
@@ -168,7 +175,7 @@ def run(args) -> int:
             budget=budget,
             device=args.device,
             out=args.out,
-            seconds=args.seconds,
+            time_limit=args.time_limit,
             progress=prog,
             allow_inconclusive=args.allow_inconclusive,
             db=db,

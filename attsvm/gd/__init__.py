@@ -7,13 +7,13 @@ Main entry point::
     res.W            # (B,d,d) final iterates;  res.stop_reason  # ["steps", ...]
 
 * :func:`run` / :class:`GDResult` — the engine (:mod:`.engine`): parametrisations ``W``, ``KQ``, ``p``,
-  ``vp``; algorithms (``ALGOS``) ``gd``, ``ngd`` (direction in the log domain, runs far past underflow), ``md``
-  ($\ell_q$ mirror descent), ``nsd`` (normalised steepest descent in a norm of ``NORMS``: ``fro``, ``linf``,
-  ``l1``, ``spec``, ``lq``; THEORY §6), ``adam`` (bias-corrected, scale-safe moments), ``nmd`` (normalised
-  $\ell_q$ mirror descent), each with a step schedule (``SCHEDULES``: ``constant``, ``rsqrt``); how the steps
-  were taken is :class:`Settings` (``GDResult.settings``); nonlinear heads; stop rules (``STOP_REASONS``:
-  ``steps``, ``underflow``, ``target_corr``, ``non-finite`` — an overflow freezes the run at its last finite
-  iterate); trajectories.
+  ``vp``, ``diag``; algorithms (``ALGOS``) ``gd``, ``ngd`` (direction in the log domain, runs far past
+  underflow), ``md`` ($\ell_q$ mirror descent), ``nsd`` (normalised steepest descent in a norm of ``NORMS``:
+  ``fro``, ``linf``, ``l1``, ``spec``, ``lq``; THEORY §6), ``adam`` (bias-corrected, scale-safe moments),
+  ``nmd`` (normalised $\ell_q$ mirror descent), each with a step schedule (``SCHEDULES``: ``constant``,
+  ``rsqrt``); how the steps were taken is :class:`Settings` (``GDResult.settings``); nonlinear heads; stop
+  rules (``STOP_REASONS``: ``steps``, ``underflow``, ``target_corr``, ``non-finite`` — an overflow freezes the
+  run at its last finite iterate); trajectories.
 * :func:`steepest_direction` — $\arg\max_{\|\Delta\|\le1}\langle G,\Delta\rangle$ per data set (:mod:`.steepest`).
 * scale safety (:mod:`.numerics`): exact power-of-two rescaling of every gradient, scale-safe norms, and the
   up-front refusal (:func:`~attsvm.gd.ranges.check_ranges`) of runs whose scores, logits or parameters could
@@ -25,7 +25,9 @@ Main entry point::
   :func:`trap_replay`.
 * :func:`ngd_reference`, :func:`gd_reference`, :func:`log_gradient` — a numpy reference stepper on $W$, the
   engine's independent oracle in the tests (:mod:`.reference`).
-* the same runs at 50 digits: :func:`attsvm.highprec.replay`.
+* the same runs at 50 digits: :func:`attsvm.highprec.replay` — the independent check every parameterisation,
+  algorithm, norm, schedule, loss and kernel declares where it is defined (``PARAM_CHECKS`` in :mod:`.init`,
+  ``ALGO_CHECKS`` in :mod:`.settings`, :mod:`attsvm.registries`).
 * torch closed forms (:mod:`.model_torch`): :func:`grad_W_torch`, :func:`grad_KQ_torch`, :func:`grad_p_torch`,
   :func:`grad_vp_torch`, :func:`loss_W_torch`, :func:`loss_p_torch`, :func:`token_weights_logdomain`, ...
 """

@@ -55,16 +55,35 @@ import numpy as np
 from .. import html
 from ..data import Dataset
 from ..errors import InputError
+from ..registries import Check, declare
 from ..tables import CDOTS, Math, keep, norm_label, number, vector_math
 from .init import PARAMS, initial_params
 from .ranges import check_ranges
-from .settings import ALGOS, LOSSES, NORMALIZE, NORMS, NTP_LOSS, NTP_SQUARE, SCHEDULES, Settings
+from .settings import (
+    ALGO_CHECKS,
+    ALGOS,
+    LOSSES,
+    NORMALIZE,
+    NORMS,
+    NTP_LOSS,
+    NTP_SQUARE,
+    REPLAY,
+    SCHEDULES,
+    Settings,
+)
 
 STOP_REASONS = ("steps", "underflow", "target_corr", "non-finite")
 #: what a ``non-finite`` stop found, by code (0: nothing)
 NONFINITE = ("", "parameters overflowed", "logits overflowed", "loss overflowed")
-#: how the steps are computed (module docstring, "Kernels")
-KERNELS = ("auto", "torch", "fused")
+#: how the steps are computed (module docstring, "Kernels"), each with its independent check (:mod:`attsvm.registries`)
+KERNELS = declare(
+    "gd.KERNELS",
+    {
+        "auto": Check(REPLAY, "the 50-digit replay of the run of the kernel it takes (torch or fused)"),
+        "torch": Check(REPLAY, "the 50-digit replay of the torch kernel's run"),
+        "fused": Check(REPLAY, "the 50-digit replay of the fused kernel's run (ngd on W or KQ)"),
+    },
+)
 #: the dtypes of a run, by name
 DTYPES = ("float64", "float32")
 #: the losses the fused kernel evaluates
@@ -235,7 +254,9 @@ def settings_of(
     adam_eps: Any = 0.0,
 ) -> Settings:
     r"""Validated :class:`~attsvm.gd.settings.Settings` for :func:`run` (:class:`~attsvm.errors.InputError`
-    naming the bad argument): ``q`` finite $>1$, required by ``md`` / ``nmd`` (``W`` and ``p`` only) and by ``nsd``
+    naming the bad argument): ``param`` one of those declared for ``algo`` in
+    :data:`~attsvm.gd.settings.ALGO_CHECKS` (each with its independent check); ``q`` finite $>1$, required by
+    ``md`` / ``nmd`` (``W`` and ``p`` only) and by ``nsd``
     with ``norm="lq"``, refused elsewhere; ``norm`` in :data:`~attsvm.gd.settings.NORMS`, required by and only
     for ``nsd``; ``normalize`` / ``grad_eps`` only for ``ngd``; ``adam_betas`` $(\beta_1,\beta_2)$ with
     $0\le\beta_1<\sqrt{\beta_2}<1$ (the Adam step is then bounded, :func:`~attsvm.gd.ranges.adam_entry_bound`)
@@ -243,6 +264,10 @@ def settings_of(
     ``schedule`` in :data:`~attsvm.gd.settings.SCHEDULES` (every algorithm)."""
     if algo not in ALGOS:
         raise InputError(f"algo must be one of {ALGOS}, got {algo!r}")
+    runs_on = ALGO_CHECKS[algo]  # the parameterisations declared for it, each with its independent check
+    if param not in runs_on:
+        what = {"md": "mirror descent", "nmd": "normalised mirror descent"}.get(algo, f"algo {algo!r}")
+        raise InputError(f"{what} is available for param {' and '.join(map(repr, runs_on))} only")
     if not _number(ridge) or ridge < 0:
         raise InputError("ridge must be a finite non-negative number")
     if normalize not in NORMALIZE:
@@ -261,8 +286,6 @@ def settings_of(
     uses_q = algo in ("md", "nmd") or (algo == "nsd" and norm == "lq")
     if uses_q:
         what = {"md": "mirror descent", "nmd": "normalised mirror descent"}.get(algo, "norm 'lq'")
-        if algo in ("md", "nmd") and param not in ("W", "p"):
-            raise InputError(f"{what} is available for param 'W' and 'p' only")
         if not _number(q) or not float(q) > 1.0:
             raise InputError(f"{what} needs a finite q > 1 (the l_q {'norm' if algo == 'nsd' else 'potential'})")
         q = float(q)

@@ -35,8 +35,19 @@ import numpy as np
 
 from ..errors import InputError
 from ..norms import frobenius_norm
+from ..registries import Check, declare
 
-PARAMS = ("W", "KQ", "p", "vp", "diag")
+#: each parameterisation with its independent check (:mod:`attsvm.registries`): its gradient at 50 digits, written
+#: from the definition (every algorithm on it is replayed by :func:`attsvm.highprec.replay`,
+#: :data:`attsvm.gd.settings.ALGO_CHECKS`)
+PARAM_CHECKS = {
+    "W": Check("attsvm.highprec.model:grad_W", "the 50-digit gradient of L(W)"),
+    "KQ": Check("attsvm.highprec.model:grad_KQ", "the 50-digit (grad L(W) Q, grad L(W)^T K) at W = K Q^T"),
+    "p": Check("attsvm.highprec.model:grad_p", "the 50-digit gradient of prompt attention in p (head v fixed)"),
+    "vp": Check("attsvm.highprec.model:grad_vp", "the 50-digit gradients of prompt attention in (v, p)"),
+    "diag": Check("attsvm.highprec.model:grad_diag", "the 50-digit (diag(G) q, diag(G) k) at W = diag(k q)"),
+}
+PARAMS = declare("gd.PARAMS", PARAM_CHECKS)
 #: the named initial laws (module docstring)
 INITS = ("zero", "random", "linear")
 DEFAULT_SCALE = 0.1

@@ -7,12 +7,49 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-ALGOS = ("gd", "ngd", "md", "nsd", "adam", "nmd")
+from ..registries import Check, declare
+from .init import PARAMS
+
+#: the 50-digit replay of a run, the independent check of every (algorithm, parameterisation) the engine runs
+REPLAY = "attsvm.highprec.gd:replay"
+
+
+def _replayed(algo: str, params: tuple[str, ...] = PARAMS) -> dict[str, Check]:
+    return {p: Check(REPLAY, f"the 50-digit replay of {algo!r} on {p!r}, step for step") for p in params}
+
+
+#: each algorithm, the parameterisations the engine runs it on (:func:`~attsvm.gd.engine.settings_of` refuses the
+#: others) and the independent check of each combination (:mod:`attsvm.registries`). A combination without a
+#: replay would be declared ``Check(None, why)``: a claim relying on it cannot be confirmed at high precision.
+ALGO_CHECKS = {
+    "gd": _replayed("gd"),
+    "ngd": _replayed("ngd"),
+    "md": _replayed("md", ("W", "p")),
+    "nsd": _replayed("nsd"),
+    "adam": _replayed("adam"),
+    "nmd": _replayed("nmd", ("W", "p")),
+}
+ALGOS = declare("gd.ALGOS", ALGO_CHECKS)
 #: step-size schedules (:func:`~attsvm.gd.algorithms.step_size`)
-SCHEDULES = ("constant", "rsqrt")
+SCHEDULES = declare(
+    "gd.SCHEDULES",
+    {s: Check("attsvm.highprec.gd:step_size", f"the replay's step size of {s!r}") for s in ("constant", "rsqrt")},
+)
 #: the norms of normalised steepest descent (``algo="nsd"``, :mod:`.steepest`)
-NORMS = ("fro", "linf", "l1", "spec", "lq")
-LOSSES = ("logistic", "exponential", "correlation", "nll")
+NORMS = declare(
+    "gd.NORMS",
+    {
+        n: Check("attsvm.highprec.gd:nsd_direction", f"the 50-digit steepest direction in {n!r} (replay of nsd)")
+        for n in ("fro", "linf", "l1", "spec", "lq")
+    },
+)
+LOSSES = declare(
+    "gd.LOSSES",
+    {
+        n: Check("attsvm.highprec.model:loss_value", f"the 50-digit loss {n!r} and its derivative (replay)")
+        for n in ("logistic", "exponential", "correlation", "nll")
+    },
+)
 #: the loss of next-token data (kind ``"ntp"``): $\ell(u)=-\log u$ on the label mass $u_i=\gamma_i^\top s_i$
 NTP_LOSS = "nll"
 #: the head of the next-token *squared* loss (the authors' local-convergence runs,
@@ -20,8 +57,11 @@ NTP_LOSS = "nll"
 NTP_SQUARE = "ntp-square"
 
 
-#: how ``ngd`` normalises the gradients of several factors ($(K,Q)$, $(v,p)$)
-NORMALIZE = ("per-factor", "joint")
+#: how ``ngd`` normalises the gradients of several factors ($(K,Q)$, $(v,p)$, diag $(k,q)$)
+NORMALIZE = declare(
+    "gd.NORMALIZE",
+    {n: Check(REPLAY, f"the 50-digit replay of ngd with normalize={n!r}") for n in ("per-factor", "joint")},
+)
 
 
 @dataclass(frozen=True)

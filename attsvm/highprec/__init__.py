@@ -14,10 +14,13 @@ computation with these functions. Inputs are float64 arrays taken as *exact* bin
     pt = hp.path_point(ds, W_R, R)                             # a regularisation-path point, re-solved
 
 * :mod:`.model` — logits, softmax, scores, losses, $\mathcal L$, the loss gap, $\nabla_W$, $\nabla_{(K,Q)}$,
-  prompt attention ($\nabla_p$, $\nabla_{(v,p)}$), gradient shares, Hessians, $L_W$, small linear algebra;
-* :mod:`.gd` — :func:`replay` (**the** high-precision replay of :func:`attsvm.gd.run`: ``gd`` / ``ngd`` on
-  ``W`` / ``KQ`` / ``p`` / ``vp``; ``nsd`` in every norm of :data:`NORMS` (:func:`nsd_direction`), ``adam``,
-  ``md``, ``nmd`` on ``W``; both step schedules of :data:`SCHEDULES`), :meth:`Replay.agreement` (a float64
+  the diagonal factors ($\nabla_{(k,q)}$, :func:`grad_diag`), prompt attention ($\nabla_p$, $\nabla_{(v,p)}$),
+  gradient shares, Hessians, $L_W$, small linear algebra;
+* :mod:`.gd` — :func:`replay` (**the** high-precision replay of :func:`attsvm.gd.run`, of every (algorithm,
+  parameterisation) the engine runs: ``gd``, ``ngd`` (per factor or ``normalize="joint"``), ``nsd`` in every norm
+  of :data:`NORMS` (:func:`nsd_direction`) and ``adam`` on ``W`` / ``KQ`` / ``p`` / ``vp`` / ``diag``, ``md`` /
+  ``nmd`` on ``W`` / ``p``; both step schedules of :data:`SCHEDULES` — the independent check each of them declares,
+  :data:`attsvm.gd.settings.ALGO_CHECKS`), :meth:`Replay.agreement` (a float64
   trajectory against the replay, up to the first update whose discrete decision float64 took differently), and
   :func:`path_point` / :func:`best_path_point` (Newton on the first-order conditions of
   $\min_{\|W\|\le R}\mathcal L$, or of the $(K,Q)$ ball).
@@ -47,6 +50,7 @@ from .model import (
     cov,
     data,
     frob,
+    grad_diag,
     grad_KQ,
     grad_p,
     grad_vp,
@@ -99,6 +103,7 @@ __all__ = [
     "frob",
     "grad_KQ",
     "grad_W",
+    "grad_diag",
     "grad_p",
     "grad_vp",
     "gradient_shares",

@@ -12,25 +12,28 @@ $\eta_k=\eta$, ``"rsqrt"`` $\eta_k=\eta_0(k+1)^{-1/2}$, update $k=0,1,\dots$):
     \texttt{ngd}:\ \theta_{k+1}=\theta_k-\eta_k\,g_k/\|g_k\|_F\ \text{(per factor)},
 
 for $\theta=W$ (cross, self, sequence, causal data), $\theta=(K,Q)$ with $W=KQ^\top$ (both factors from the
-gradients at $(K_k,Q_k)$), $\theta=p$ (prompt attention, head $v$ fixed) and
-$\theta=(v,p)$ (both factors from the gradients at $(v_k,p_k)$); and on $\theta=W$ only:
+gradients at $(K_k,Q_k)$), $\theta=p$ (prompt attention, head $v$ fixed), $\theta=(v,p)$ (both factors from the
+gradients at $(v_k,p_k)$) and the diagonal factors $\theta=(k,q)$ with $W=\mathrm{diag}(k\odot q)$
+(:func:`~attsvm.highprec.model.grad_diag`). ``ngd`` with ``normalize="joint"`` divides every factor by the norm of
+the whole gradient, $\|g_k\|=(\sum_j\|g_{k,j}\|_F^2)^{1/2}$. On every parameterisation, per factor:
 
 .. math::
-    \texttt{nsd}:\ W_{k+1}=W_k-\eta_k\Delta_k,\quad\Delta_k=\arg\max_{\|\Delta\|\le1}\langle g_k,\Delta\rangle
+    \texttt{nsd}:\ \theta_{k+1}=\theta_k-\eta_k\Delta_k,\quad\Delta_k=\arg\max_{\|\Delta\|\le1}\langle g_k,\Delta\rangle
 
 in ``norm`` (:func:`nsd_direction`: ``fro`` $g/\|g\|_F$, ``linf`` $\mathrm{sign}(g)$, ``l1``
 $\frac1{|J|}\sum_{j\in J}\mathrm{sign}(g_j)e_j$ with $J=\arg\max_j|g_j|$ (exact ties share), ``spec``
 $U_rV_r^\top$ over the singular values $\sigma_i>\rho\,\sigma_1$, $\rho$ = ``tol("spec_rank")`` of float64 — the
-engine's threshold, so both follow one definition —, ``lq``
+engine's threshold, so both follow one definition; a vector factor is a $d\times1$ matrix, $g/\|g\|_2$ —, ``lq``
 $\mathrm{sign}(g)|g|^{q^*-1}/\|g\|_{q^*}^{q^*-1}$, $q^*=q/(q-1)$);
 
 .. math::
     \texttt{adam}:\ m_k=\beta_1m_{k-1}+(1-\beta_1)g_k,\quad v_k=\beta_2v_{k-1}+(1-\beta_2)g_k^{2},\quad
     W_{k+1}=W_k-\eta_k\,\frac{m_k/(1-\beta_1^{k+1})}{\sqrt{v_k/(1-\beta_2^{k+1})}+\epsilon}
 
-(entrywise, $m_{-1}=v_{-1}=0$; an entry with $v_k=0$ — its gradient was zero so far — takes no step, so
-$\epsilon=0$ is the scale-free direction $\hat m/\sqrt{\hat v}$); and the $\ell_q$ mirror descents, with the
-dual iterate $D_k=\mathrm{sign}(W_k)|W_k|^{q-1}$ and $W_k=\mathrm{sign}(D_k)|D_k|^{1/(q-1)}$:
+(entrywise per factor, $m_{-1}=v_{-1}=0$; an entry with $v_k=0$ — its gradient was zero so far — takes no step,
+so $\epsilon=0$ is the scale-free direction $\hat m/\sqrt{\hat v}$); and, on $\theta=W$ and $\theta=p$ (the
+parameterisations the engine runs them on), the $\ell_q$ mirror descents, with the dual iterate
+$D_k=\mathrm{sign}(W_k)|W_k|^{q-1}$ and $W_k=\mathrm{sign}(D_k)|D_k|^{1/(q-1)}$:
 
 .. math::
     \texttt{md}:\ D_{k+1}=D_k-\eta_k\,g_k,\qquad \texttt{nmd}:\ D_{k+1}=D_k-\eta_k\,g_k/\|g_k\|_{q^*}.
@@ -43,7 +46,8 @@ plain ``gd`` / ``md`` (the update lost in float64 rounding), has no counterpart 
 **Discrete decisions.** The ``linf``, ``l1`` and ``spec`` directions jump where an entry $g_j$ crosses zero, two
 $|g_j|$ cross at the top, or $\sigma_i/\sigma_1$ crosses $\rho$; there float64 rounding can take the other
 branch. The replay records for every update its *decision* (the sign pattern, the set $J$, the kept rank $r$)
-and its *margin* — ``linf`` $\min_j|g_j|/\max_j|g_j|$, ``l1`` $1-m_2/m_1$ ($m_1$ the largest $|g_j|$, $m_2$ the
+and its *margin* (a parameterisation of several factors: the decisions of all of them, ``{factor: decision}``,
+and the smallest margin) — ``linf`` $\min_j|g_j|/\max_j|g_j|$, ``l1`` $1-m_2/m_1$ ($m_1$ the largest $|g_j|$, $m_2$ the
 largest one below it; 1 when there is none), ``spec`` $\min_i|\sigma_i/\sigma_1-\rho|$ — the relative distance to
 the nearest branch, which float64 resolves only when it is well above $\varepsilon_{64}$.
 :meth:`Replay.agreement` compares a float64 trajectory with the replay *up to the first update whose float64
@@ -97,6 +101,7 @@ from .model import (
     as_mp,
     data,
     frob,
+    grad_diag,
     grad_KQ,
     grad_vp,
     grad_W,
@@ -126,10 +131,14 @@ __all__ = [
     "best_path_point",
 ]
 
-PARAMS = ("W", "KQ", "p", "vp")
-#: the algorithms of :func:`attsvm.gd.run` replayed here (``nsd``, ``adam``, ``md``, ``nmd``: param ``W`` only)
+#: the parameterisations replayed here (those of :data:`attsvm.gd.init.PARAMS`)
+PARAMS = ("W", "KQ", "p", "vp", "diag")
+#: the algorithms of :func:`attsvm.gd.run` replayed here, on every parameterisation except ``md`` / ``nmd``
 ALGOS = ("gd", "ngd", "nsd", "adam", "md", "nmd")
-W_ONLY = ("nsd", "adam", "md", "nmd")
+#: the parameterisations of the mirror descents ``md`` / ``nmd`` (the engine's rule)
+MIRROR_PARAMS = ("W", "p")
+#: how ``ngd`` normalises several factors, as :data:`attsvm.gd.settings.NORMALIZE`
+NORMALIZE = ("per-factor", "joint")
 #: the norms of ``nsd`` (:func:`nsd_direction`), as :data:`attsvm.gd.NORMS`
 NORMS = ("fro", "linf", "l1", "spec", "lq")
 #: step-size schedules (:func:`step_size`), as :data:`attsvm.gd.SCHEDULES`
@@ -205,9 +214,13 @@ def nsd_direction(G: MP, norm: str, q: Any = None, dps: int = DPS) -> Direction:
             den = mp.fsum(a**qs for a in mags) ** ((qs - 1) / qs)  # ||g||_{q*}^{q*-1}
             return Direction(_shaped([_sign(x) * abs(x) ** (qs - 1) / den for x in g], G), None, None)
         # spec: the polar factor of G on the singular directions with sigma_i > rho sigma_1
-        rows, cols = len(G), len(G[0])
         if m1 == 0:
             return Direction(_shaped([zero] * len(g), G), 0, zero, None)
+        if not isinstance(G[0], list):  # a vector is a d x 1 matrix: one singular value, kept; Delta = g / ||g||_2
+            nrm = frob(G)
+            rho = mpmath.mpf(tol("spec_rank"))
+            return Direction([x / nrm for x in g], 1, 1 - rho, mpmath.mpf(1))
+        rows, cols = len(G), len(G[0])
         U, S, V = mp.svd_r(mpmath.matrix(G))
         sig = [abs(S[i]) for i in range(len(S))]
         s1 = max(sig)
@@ -253,11 +266,12 @@ class Agreement:
 @dataclass
 class Replay:
     r"""A replayed run: ``final`` the last iterate and ``recorded`` the iterates at ``steps`` (step 0 first), each a
-    dict of nested ``mpf`` lists (``{"W"}``, ``{"p"}`` or ``{"v","p"}``); ``lr`` the step size $\eta_0$; ``taken``
-    the steps taken (fewer than asked when every gradient became exactly zero); ``algo``, ``norm``, ``q``,
-    ``schedule`` how they were taken; for ``nsd`` in a discrete norm (``linf``, ``l1``, ``spec``) ``decisions`` and
-    ``margins`` of every update, and for ``spec`` the ``sensitivities`` $\kappa_k$ (module docstring; empty
-    otherwise)."""
+    dict of nested ``mpf`` lists (``{"W"}``, ``{"K","Q"}``, ``{"p"}``, ``{"v","p"}`` or ``{"k","q"}``); ``lr`` the
+    step size $\eta_0$; ``taken`` the steps taken (fewer than asked when every gradient became exactly zero);
+    ``algo``, ``norm``, ``q``, ``schedule`` how they were taken; for ``nsd`` in a discrete norm (``linf``, ``l1``,
+    ``spec``) ``decisions`` and ``margins`` of every update, and for ``spec`` the ``sensitivities`` $\kappa_k$
+    (module docstring; empty otherwise; several factors: ``{factor: decision}``, the smallest margin and the largest
+    $\kappa$ per update)."""
 
     param: str
     final: dict[str, Any]
@@ -367,6 +381,10 @@ def _init(param: str, init: Any, d: int) -> dict[str, Any]:
             raise ValueError("param 'KQ' needs init={'K': ..., 'Q': ...}")
         m = np.shape(to_numpy(init["K"]))[-1]
         return {"K": conv(init["K"], (d, m)), "Q": conv(init["Q"], (d, m))}
+    if param == "diag":
+        if not (isinstance(init, dict) and set(init) == {"k", "q"}):
+            raise ValueError("param 'diag' needs init={'k': ..., 'q': ...} (the diagonal factors, W = diag(k q))")
+        return {"k": conv(init["k"], (d,)), "q": conv(init["q"], (d,))}
     if isinstance(init, dict):
         init = init[param]
     return {param: conv(init, (d, d) if param == "W" else (d,))}
@@ -378,6 +396,9 @@ def _gradients(D: HPData, param: str, th: dict[str, Any], loss_: str, dps: int) 
     if param == "KQ":
         gK, gQ = grad_KQ(D, th["K"], th["Q"], loss_, dps)
         return {"K": gK, "Q": gQ}
+    if param == "diag":
+        gk, gq = grad_diag(D, th["k"], th["q"], loss_, dps)
+        return {"k": gk, "q": gq}
     v = th.get("v", D.v)
     gv, gp = grad_vp(D, v, th["p"], loss_, dps)
     return {"p": gp} if param == "p" else {"v": gv, "p": gp}
@@ -402,15 +423,19 @@ def _signed_power(A: Any, e: Any) -> Any:
     return _sign(A) * abs(A) ** e if A != 0 else mpmath.mpf(0)
 
 
-def _settings(param, algo, norm, q, schedule, adam_betas, adam_eps) -> tuple:
+def _settings(param, algo, norm, q, schedule, adam_betas, adam_eps, normalize) -> tuple:
     """Validated ``(norm, q, schedule, (beta1, beta2), eps)`` (ValueError naming the bad argument), the engine's
     rules (:func:`attsvm.gd.engine.settings_of`)."""
     if param not in PARAMS:
         raise ValueError(f"param must be one of {PARAMS}, got {param!r}")
     if algo not in ALGOS:
         raise ValueError(f"unknown algo {algo!r}; expected one of {ALGOS}")
-    if algo in W_ONLY and param != "W":
-        raise ValueError(f"algo {algo!r} is replayed for param 'W' only, got {param!r}")
+    if algo in ("md", "nmd") and param not in MIRROR_PARAMS:
+        raise ValueError(f"algo {algo!r} runs on param {' and '.join(map(repr, MIRROR_PARAMS))} only, got {param!r}")
+    if normalize not in NORMALIZE:
+        raise ValueError(f"normalize must be one of {NORMALIZE}, got {normalize!r}")
+    if algo != "ngd" and normalize != "per-factor":
+        raise ValueError("normalize applies to algo 'ngd' only")
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
     if algo == "nsd":
@@ -449,18 +474,19 @@ def replay(
     schedule: str = "constant",
     adam_betas: tuple[float, float] = (0.9, 0.999),
     adam_eps: float = 0.0,
+    normalize: str = "per-factor",
 ) -> Replay:
     r"""Replay ``steps`` steps of ``algo`` on ``param`` from ``init`` at ``dps`` digits (module docstring).
 
     ``init``: the initial point as float64 arrays (taken as exact) or nested ``mpf`` — $W_0$ (d,d),
-    ``{"K": K_0, "Q": Q_0}`` (d,m), $p_0$ (d,),
-    or ``{"v": v_0, "p": p_0}``; ``lr``: $\eta_0$, a number (float64 taken as exact) or ``"1/L"`` (``W`` only);
+    ``{"K": K_0, "Q": Q_0}`` (d,m), $p_0$ (d,), ``{"v": v_0, "p": p_0}`` or ``{"k": k_0, "q": q_0}`` (d,)
+    (``diag``); ``lr``: $\eta_0$, a number (float64 taken as exact) or ``"1/L"`` (``W`` only);
     ``record_every``: record the iterates $0,k,2k,\dots$ (as the engine's trajectories). The settings are those
     of :func:`attsvm.gd.run`, with its rules: ``norm`` (``nsd`` only, one of :data:`NORMS`), ``q`` (``md``,
     ``nmd``, ``nsd`` with ``norm="lq"``), ``schedule`` (:data:`SCHEDULES`), ``adam_betas`` $(\beta_1,\beta_2)$ and
-    ``adam_eps`` $\epsilon\ge0$ (``adam`` only; float64 values taken exactly). ``nsd``, ``adam``, ``md``, ``nmd``:
-    param ``W`` only."""
-    norm, q, schedule, (b1, b2), eps = _settings(param, algo, norm, q, schedule, adam_betas, adam_eps)
+    ``adam_eps`` $\epsilon\ge0$ (``adam`` only; float64 values taken exactly), ``normalize`` (:data:`NORMALIZE`,
+    ``ngd`` only). ``md``, ``nmd``: param ``W`` and ``p`` (:data:`MIRROR_PARAMS`), as in the engine."""
+    norm, q, schedule, (b1, b2), eps = _settings(param, algo, norm, q, schedule, adam_betas, adam_eps, normalize)
     D = data(ds)
     with mp.workdps(dps):
         th = _init(param, init, D.d)
@@ -504,26 +530,31 @@ def replay(
                 if all(nrm == 0 for nrm in norms.values()):
                     break
                 new = {}
+                dirs = {}
+                joint = mp.sqrt(mp.fsum(nrm * nrm for nrm in norms.values()))  # ||g|| of the whole parameter
                 for name, g in grads.items():
                     if norms[name] == 0:
                         new[name] = th[name]
                     elif algo == "ngd":
-                        new[name] = _axpy(th[name], -eta / norms[name], g)
+                        new[name] = _axpy(th[name], -eta / (joint if normalize == "joint" else norms[name]), g)
                     elif algo == "gd":
                         new[name] = _axpy(th[name], -eta, g)
                     elif algo == "nsd":
-                        dirn = nsd_direction(g, norm, qm, dps)
-                        if norm in DISCRETE:
-                            rep.decisions.append(dirn.decision)
-                            rep.margins.append(dirn.margin)
-                        if norm == "spec":
-                            rep.sensitivities.append(dirn.sensitivity)
+                        dirs[name] = dirn = nsd_direction(g, norm, qm, dps)
                         new[name] = _axpy(th[name], -eta, dirn.delta)
                     else:  # md / nmd: the step in the dual, W = sign(D)|D|^(1/(q-1))
                         qs = qm / (qm - 1)
                         scale = eta if algo == "md" else eta / mp.fsum(abs(x) ** qs for x in _flat(g)) ** (1 / qs)
                         dual[name] = _axpy(dual[name], -scale, g)
                         new[name] = _signed_power(dual[name], 1 / (qm - 1))
+                if dirs and norm in DISCRETE:  # one entry per update (several factors: all their decisions)
+                    one = len(grads) == 1
+                    rep.decisions.append(
+                        next(iter(dirs.values())).decision if one else {n: x.decision for n, x in dirs.items()}
+                    )
+                    rep.margins.append(min(x.margin for x in dirs.values()))
+                    if norm == "spec":
+                        rep.sensitivities.append(max(x.sensitivity for x in dirs.values()))
             th = {**th, **new}
             rep.taken = k + 1
             if record_every and (k + 1) % record_every == 0:

@@ -62,6 +62,7 @@ __all__ = [
     "loss_gap",
     "grad_W",
     "grad_KQ",
+    "grad_diag",
     "gradient_shares",
     "prompt_outputs",
     "grad_p",
@@ -411,6 +412,18 @@ def grad_KQ(ds: Dataset | HPData, K: Any, Q: Any, loss: str = "logistic", dps: i
         Km, Qm = as_mp(K), as_mp(Q)
         G = grad_W(ds, matmul(Km, transpose(Qm)), loss, dps)
         return matmul(G, Qm), matmul(transpose(G), Km)
+
+
+def grad_diag(ds: Dataset | HPData, k: Any, q: Any, loss: str = "logistic", dps: int = DPS) -> tuple[list, list]:
+    r"""$(\nabla_k,\nabla_q)=(\mathrm{diag}(G)\odot q,\ \mathrm{diag}(G)\odot k)$, $G=\nabla\mathcal L(W)$ at the
+    diagonal $W=\mathrm{diag}(k\odot q)$ (chain rule: $\partial W_{jj}/\partial k_j=q_j$), at ``dps`` digits."""
+    with mp.workdps(dps):
+        km = as_mp(k) if not isinstance(k, list) else k
+        qm = as_mp(q) if not isinstance(q, list) else q
+        d = len(km)
+        W = [[km[a] * qm[a] if a == b else mpmath.mpf(0) for b in range(d)] for a in range(d)]
+        G = grad_W(ds, W, loss, dps)
+        return [G[a][a] * qm[a] for a in range(d)], [G[a][a] * km[a] for a in range(d)]
 
 
 def prompt_outputs(ds: Dataset | HPData, p: Any, v: Any = None, dps: int = DPS) -> tuple[MP, MP, list]:

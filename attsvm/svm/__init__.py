@@ -18,6 +18,8 @@ Public API (curated)::
 
 ``solve`` dispatches on ``norm`` in {fro, nuc, lq, l1, linf, spec} and ``program`` in {attsvm, gensvm, seq,
 causal, prompt, head, relaxed, diagonal} (``diagonal``: over diagonal $W$, norms l1 / linf, :mod:`.diagonal`);
+``PROGRAM_CHECKS`` declares, per program and norm, its independent check (the certificate of ``certify=True``, or
+none, with the reason: :mod:`attsvm.registries`);
 the norms other than ``fro`` are defined for the Att-SVM programs (attsvm, seq, causal):
 ``nuc`` $\|W\|_\star$, ``lq`` entrywise $\|W\|_q$, ``l1`` / ``linf`` entrywise $\|W\|_1$ / $\|W\|_{\max}$ (linear
 programs, exact rational certificate with ``certify``), ``spec`` the spectral norm $\|W\|_2$ (an SDP, proved
@@ -55,6 +57,7 @@ import numpy as np
 
 from ..data import Dataset
 from ..errors import InputError
+from ..registries import Check, declare
 from . import diagonal, gensvm, lq, nuclear, polyhedral, prompt, specnorm
 from .farkas import feasibility
 from .frobenius import FroBatch, certify_fro, solve_fro, solve_fro_batch, wmm
@@ -63,7 +66,49 @@ from .prompt import certify_prompt
 from .solution import SVMSolution
 
 NORMS = ("fro", "nuc", "lq", "l1", "linf", "spec")
-PROGRAMS = ("attsvm", "gensvm", "seq", "causal", "prompt", "head", "relaxed", "diagonal")
+
+_EXACT_FRO = Check("attsvm.svm.certificate:certify_solution", "exact rational KKT certificate (certify=True)")
+_ATT_NORMS = {
+    "fro": _EXACT_FRO,
+    "nuc": Check("attsvm.svm.nuclear:certify_gap", "duality gap proved in exact arithmetic (certify=True)"),
+    "lq": Check(
+        None,
+        "none: float KKT residuals of the solver's own multipliers only (power cones have no exact certificate "
+        "here), so a claim on it cannot be confirmed at high precision",
+    ),
+    "l1": Check("attsvm.svm.polyhedral:certify_lp", "exact LP basis certificate (certify=True)"),
+    "linf": Check("attsvm.svm.polyhedral:certify_lp", "exact LP basis certificate (certify=True)"),
+    "spec": Check("attsvm.svm.specnorm:certify_spectral", "duality gap of the SDP proved exactly (certify=True)"),
+}
+_FLOAT_KKT = "none: float KKT residuals of the solver's own solution only (no exact certificate), so a claim on it "
+#: each program, the norms it is defined for (:func:`solve` refuses the others) and the independent check of each
+#: (:mod:`attsvm.registries`): the certificate ``solve(..., certify=True)`` computes, or for ``prompt`` the exact
+#: :func:`certify_prompt`, called on its own
+PROGRAM_CHECKS = {
+    "attsvm": _ATT_NORMS,
+    "gensvm": {
+        "fro": Check(
+            None,
+            _FLOAT_KKT + "cannot be confirmed at high precision (singleton sets: the Att-SVM, which is certified)",
+        )
+    },
+    "seq": _ATT_NORMS,
+    "causal": _ATT_NORMS,
+    "prompt": {
+        "fro": Check(
+            "attsvm.svm.prompt:certify_prompt",
+            "exact rational p^mm: the prompt SVM as Frobenius Att-SVM with z_i = e_1 (called on its own: "
+            "solve(certify=True) reports float KKT residuals)",
+        )
+    },
+    "head": {"fro": Check(None, _FLOAT_KKT + "cannot be confirmed at high precision")},
+    "relaxed": {"fro": Check(None, _FLOAT_KKT + "cannot be confirmed at high precision")},
+    "diagonal": {
+        "l1": Check("attsvm.svm.polyhedral:certify_lp", "exact LP basis certificate of the view (certify=True)"),
+        "linf": Check("attsvm.svm.polyhedral:certify_lp", "exact LP basis certificate of the view (certify=True)"),
+    },
+}
+PROGRAMS = declare("svm.PROGRAMS", PROGRAM_CHECKS)
 
 #: the import layers of the package (module docstring), lowest first
 LAYERS: tuple[tuple[str, ...], ...] = (
@@ -82,6 +127,7 @@ __all__ = [
     "LAYERS",
     "NORMS",
     "PROGRAMS",
+    "PROGRAM_CHECKS",
     "FroBatch",
     "SVMSolution",
     "certify_fro",

@@ -67,6 +67,7 @@ import numpy as np
 
 from ..arrays import as_float
 from ..errors import InputError, SolverError
+from ..registries import Check, declare
 from ..tolerances import tol
 from .budget import require
 from .certificate import MAX_EXACT_DIGITS, hadamard
@@ -92,7 +93,15 @@ __all__ = [
     "verify_kkt",
 ]
 
-NORMS = ("fro", "nuc")
+#: the norms of the program, each with its independent check (:mod:`attsvm.registries`; the graph SVM of
+#: next-token prediction, ``attsvm solve --program ntp``, is this program)
+NORMS = declare(
+    "svm.eqsvm.NORMS",
+    {
+        "fro": Check("attsvm.svm.eqsvm:certify_kkt", "exact rational KKT certificate (certify=True)"),
+        "nuc": Check("attsvm.svm.eqsvm:certify_nuclear", "duality gap proved in exact arithmetic (certify=True)"),
+    },
+)
 #: the exact optimum is written as a fraction string (``value_str``) up to this many characters
 MAX_VALUE_CHARS = 2000
 #: float multipliers below this fraction of the largest are treated as 0 when seeding the active set

@@ -14,8 +14,8 @@ violation needs the softmax mass on non-optimal tokens; only about 0.5% of $W\in
 it). Margin: $-\langle\nabla\mathcal L(W),W^{mm}\rangle/\sum_{jk}|\nabla\mathcal L(W)_{jk}W^{mm}_{jk}|\in[-1,1]$
 (``target()``-friendly); a sign below float64 resolution (``tol('grad_rtol')``) is an undecided case, so the
 search never shrinks towards a rounding artefact. Confirmation: the exact-rational $W^{mm}$ of
-:func:`attsvm.svm.certify_fro` (certificate verified) and the gradient at the same $W$, both at 50 digits; the
-sign of the inner product decides.
+:func:`attsvm.svm.certify_fro` (certificate verified) and the gradient at the same $W$ in ball arithmetic: the
+sign of the enclosed inner product decides (rigorous); only a ball that contains 0 falls back to 50 digits.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def equal_scores_needed(case):
     """Sign of <grad L(W), W^mm> at a random W."""
     from attsvm import model, svm
 
-    ds, loss = case.data, case.hypotheses.get("loss", "logistic")
+    ds, loss = case.data, case.hypotheses["loss"]
     sol = svm.solve_fro(ds)
     if sol.status != "optimal":
         return Outcome(ok=True, inconclusive=f"Att-SVM(opt) {sol.status}: hypothesis not met")
@@ -67,20 +67,27 @@ def equal_scores_needed(case):
 
 @equal_scores_needed.confirm
 def _confirm(case, outcome):
-    """<grad L(W), W^mm> at 50 digits with the certified exact-rational W^mm."""
+    """<grad L(W), W^mm> with the certified exact-rational W^mm: in ball arithmetic (rigorous) when the ball
+    decides the sign, else at 50 digits (high precision)."""
     import mpmath
 
     from attsvm import highprec as hp
-    from attsvm import svm
+    from attsvm import kit, svm
 
-    ds, loss = case.data, case.hypotheses.get("loss", "logistic")
+    ds, loss = case.data, case.hypotheses["loss"]
     cert = svm.certify_fro(ds)
     if not cert.get("verified"):
         return Outcome(ok=True, inconclusive="no verified exact-rational certificate of W^mm")
     W = np.array(outcome.detail["W"])
+    detail = {"certificate": cert.get("kind"), "W": outcome.detail["W"], "Wmm_exact": cert["W"]}
+    k = kit.for_precision("ball", kit.BALL_PREC)
+    with k.context():
+        ip = np.sum(k.grad_W(ds, W, loss) * k.array(cert["W"]))
+    if ip > 0 or ip < 0:  # the ball excludes 0: the sign is proved
+        detail["inner_ball"] = ip.str(30, radius=True)
+        bound = float(ip.lower()) if ip > 0 else float(ip.upper())
+        return Outcome(ok=bool(ip < 0), margin=-bound, detail=detail, how="rigorous")
     with mpmath.workdps(hp.DPS):
-        Wex = hp.rationals(cert["W"])
-        ip = hp.inner(hp.grad_W(ds, W, loss), Wex)
-    detail = {"inner_50": mpmath.nstr(ip, 30), "certificate": cert.get("kind"), "W": outcome.detail["W"]}
-    detail["Wmm_exact"] = cert["W"]
+        ip = hp.inner(hp.grad_W(ds, W, loss), hp.rationals(cert["W"]))
+    detail["inner_50"] = mpmath.nstr(ip, 30)
     return Outcome(ok=bool(ip < 0), margin=float(-ip), detail=detail)

@@ -29,7 +29,6 @@ PARAMS = {
     "steps": 3000,
     "corr_trap": 0.9,
     "log_s_trap": -5.0,
-    "replay_steps": 20,
 }
 
 

@@ -19,7 +19,6 @@ from attsvm.claims import Outcome, claim
     params={"r0": 5.0, "steps": 2000, "shrink": 0.5},
     depends=("svm-kkt", "softmax-decay"),
     examples=15,
-    seconds=20,
 )
 def gd_local_cone(case):
     import numpy as np

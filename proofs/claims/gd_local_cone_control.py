@@ -17,7 +17,6 @@ from attsvm.claims import Outcome, claim
     params={"mu": 0.01, "r0": 5.0, "steps": 60, "shrink": 0.5},
     depends=("gd-local-cone",),
     examples=10,
-    seconds=20,
 )
 def gd_local_cone_control(case):
     import numpy as np

@@ -19,7 +19,6 @@ from attsvm.claims import Outcome, claim
     params={"steps": 4000, "records": 8, "lr": "1/L"},
     depends=("smoothness-bound", "loss-infimum"),
     examples=20,
-    seconds=20,
 )
 def gd_norm_diverges(case):
     import numpy as np

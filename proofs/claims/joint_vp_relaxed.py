@@ -33,7 +33,6 @@ from attsvm.claims import Outcome, claim
     params={"steps": 3000, "eps": 0.1, "grow": 0.5, "slack": 1e-3, "replay_steps": 10},
     examples=16,
     ci_examples=16,
-    seconds=20,
     notes=(
         "Unpinned 2026-12-01 (issue 10): with the shrinkable paper-law data and 16 examples, 14 runs are decided "
         "and pass, 2 are still in transit after 3000 steps (1-corr(p, p_rel) > eps while approaching p^mm); with "

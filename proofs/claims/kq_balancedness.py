@@ -33,7 +33,6 @@ def imbalance(k, K, Q):
     params={"lr": 0.05, "steps": 20, "scale": 1.0},
     depends=("grad-closed-form",),
     examples=12,
-    seconds=40,
 )
 def kq_balancedness(case):
     h = case.hypotheses
@@ -68,7 +67,6 @@ def kq_balancedness(case):
     params={"lr": 0.1, "steps": 40, "scale": 0.3, "rel": 0.01},
     depends=("kq-balancedness",),
     examples=12,
-    seconds=40,
 )
 def kq_balancedness_control(case):
     r"""Per-factor normalised steps $K'=K-\eta g_K/\|g_K\|$, $Q'=Q-\eta g_Q/\|g_Q\|$ leave the first-order

@@ -16,7 +16,6 @@ from attsvm.claims import Outcome, claim
     params={"q": 3.0, "lr": 5.0, "steps": 4000, "eps": 0.1},
     depends=("svm-kkt",),
     examples=6,
-    seconds=25,
 )
 def mirror_descent_lq(case):
     import numpy as np

@@ -40,7 +40,8 @@ def no_stationary_overparam(case):
     D = k.data(ds)
     Zc = D.Z.T  # d x n, columns z_i
     gram = Zc.T @ Zc
-    kappa = float(np.linalg.cond(ds.Z @ ds.Z.T))  # the hypothesis (independent queries), decided in float64
+    Z = case.raw_data.Z  # the hypothesis (independent queries), decided in float64 on the stored data
+    kappa = float(np.linalg.cond(Z @ Z.T))
     if not np.isfinite(kappa) or kappa * np.finfo(float).eps > 1e-3:
         return Outcome(ok=True, inconclusive="queries not (numerically) independent: hypothesis not met")
     Zt = Zc @ k.inv(gram)  # columns z~_i

@@ -15,7 +15,6 @@ from attsvm.claims import Outcome, claim
     hypotheses={"data": "prompt", "n": (1, 3), "T": (2, 4), "d": (2, 4)},
     params={"steps": 2000, "eps": 0.05},
     examples=10,
-    seconds=20,
 )
 def prompt_gd_pmm(case):
     import numpy as np

@@ -40,7 +40,6 @@ def _mu(ds, alpha, Wa) -> float:
     params={"radii": (0.5, 1.0, 2.0, 4.0, 8.0), "shrink": 0.5, "slack": 0.01, "steps_per_radius": 300},
     depends=("rp-frobenius", "gd-local-cone"),
     examples=10,
-    seconds=20,
 )
 def rp_local(case):
     import numpy as np

@@ -19,7 +19,6 @@ from attsvm.claims import Outcome, claim
     params={"radii": (2.0, 4.0, 8.0, 16.0), "eps": 0.05, "slack": 1e-3, "steps_per_radius": 300},
     depends=("nuclear-variational", "svm-kkt"),
     examples=6,
-    seconds=25,
 )
 def rp_nuclear(case):
     import numpy as np

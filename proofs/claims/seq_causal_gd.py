@@ -17,7 +17,6 @@ from attsvm.claims import Outcome, claim
     params={"steps": 2000, "eps": 0.05, "shrink": 0.9},
     depends=("gd-selects-locally-optimal",),
     examples=10,
-    seconds=25,
 )
 def seq_causal_gd(case):
     import numpy as np
