@@ -100,11 +100,12 @@ class Constants(Mapping):
         """The claim's own constants (``params``) that no case read."""
         return [k for k in self.params if k not in self.read]
 
-    def problem(self) -> str | None:
-        """The error in the claim this run's reads show (None when there is none): an undeclared read first."""
+    def problem(self, also_read: Any = ()) -> str | None:
+        """The error in the claim this run's reads show (None when there is none): an undeclared read first, then
+        the ``params`` never read (names in ``also_read`` count as read)."""
         if self.undeclared:
             return self._miss_text(self.undeclared[0])
-        unread = self.unread()
+        unread = [k for k in self.unread() if k not in set(also_read)]
         if unread:
             names = ", ".join(repr(k) for k in unread)
             return f"declared constant{'s' if len(unread) > 1 else ''} {names} never read (a misspelt name?)"

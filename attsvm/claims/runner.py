@@ -117,10 +117,7 @@ def shrink_calls(budget: float) -> int:
 
 def constants_problem(claim: Claim, consts: Any) -> str | None:
     """The error in ``claim`` that the reads of one run show (module docstring), or None."""
-    problem = consts.problem()
-    if problem is None or consts.undeclared:
-        return problem
-    unread = consts.unread()
+    named: list[str] = []
     if claim.confirmer is not None:  # a confirm that did not run: the names its source uses count as read
         import inspect
 
@@ -128,11 +125,8 @@ def constants_problem(claim: Claim, consts: Any) -> str | None:
             src = inspect.getsource(claim.confirmer)
         except (OSError, TypeError):
             src = ""
-        unread = [k for k in unread if repr(k) not in src and f'"{k}"' not in src]
-    if not unread:
-        return None
-    names = ", ".join(repr(k) for k in unread)
-    return f"declared constant{'s' if len(unread) > 1 else ''} {names} never read (a misspelt name?)"
+        named = [k for k in consts.params if repr(k) in src or f'"{k}"' in src]
+    return consts.problem(also_read=named)
 
 
 def _evidence(decided: int, undecided: int, what: str, reasons: Any = None, exhausted: bool = False) -> str | None:
