@@ -57,6 +57,7 @@ from .data import subset
 from .errors import InputError
 from .pool import Pool, usable_cores
 from .progress import Progress
+from .provenance import Provenance
 from .registries import Check, declare
 from .serial import jsonable as _jsonable
 from .userfile import load_module
@@ -447,6 +448,16 @@ def manifest(
     }
 
 
+def provenance(name: str, ctx: Context, failures: Sequence[str]) -> Provenance:
+    """The provenance block of an experiment's caption, ``NAME.json`` and manifest: ``attsvm reproduce NAME``,
+    the sizes as its budget (smoke or full, with the seeds), and the spec's ``check(result)`` that ran, with its
+    outcome."""
+    budget = ("smoke sizes" if ctx.smoke else "full sizes") + (f", {ctx.seeds} seeds" if "seeds" in ctx.size else "")
+    outcome = "passed" if not failures else f"{len(failures)} failed: " + "; ".join(failures)
+    check = f"{name}: the spec's check(result) {outcome}"
+    return Provenance.of(f"attsvm reproduce {name}", budget=budget, checks=[check])
+
+
 # ---------------------------------------------------------------------------------------------- json
 def jsonable(x: Any) -> Any:
     """Numpy arrays/scalars to lists/numbers; non-finite floats to None (strict JSON)."""
@@ -655,13 +666,15 @@ def reproduce(
         settings["options"] = dict(opts)
     failures = [str(f) for f in mod.check(result)]
     result["checks"] = {"failures": failures, "ok": not failures}
+    prov = provenance(name, ctx, failures)
+    result["provenance"] = prov.to_dict()
     files = output_files(name, out, formats)
     result_text = json.dumps(result, indent=1, allow_nan=False)
-    caption = caption_text(mod, name, result, ctx.size, smoke, opts)
+    caption = caption_text(mod, name, result, ctx.size, smoke, opts) + "\n" + prov.text() + "\n"
     with outputs.transaction(), figures.paper_style():
         fig = mod.plot(result)
         saved = figures.save_figure(fig, {f: files[f] for f in formats}, dpi)
-        man = manifest(name, ctx, wall, path, argv, saved)
+        man = {"provenance": prov.to_dict(), **manifest(name, ctx, wall, path, argv, saved)}
         outputs.write_text(files["caption"], caption)
         outputs.write_text(files["json"], result_text)
         outputs.write_text(files["manifest"], json.dumps(jsonable(man), indent=1, allow_nan=False))

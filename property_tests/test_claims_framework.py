@@ -99,7 +99,7 @@ def test_planted_false_is_refuted_confirmed_and_minimal(tmp_path):
     assert np.array_equal(load(npz).X, ds.X)
     # replay re-evaluates the saved case (same draws) and confirms again
     rr = replay(_get(PLANTED, "planted-false"), npz)
-    assert rr.verdict == "refuted" and rr.confirmed
+    assert rr.verdict == "reproduced" and rr.confirmed and rr.matches
     assert rr.outcome.margin == r.outcome.margin
 
 

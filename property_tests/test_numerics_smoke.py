@@ -210,6 +210,14 @@ def test_runner_writes_figure_numbers_manifest(dummy_dir, tmp_path):
     res = json.loads((out / "dummy.json").read_text())
     assert res["x"] == [0.0, 1.0] and res["k"] == 1 and res["nan"] is None and res["checks"]["ok"]
     man = json.loads((out / "dummy.manifest.json").read_text())
+    # provenance (issue 32): version, date, sizes as the budget, and the check that ran, in all three files
+    from attsvm import __version__
+
+    prov = man["provenance"]
+    assert prov["attsvm"] == __version__ and prov["tool"] == "attsvm reproduce dummy" and prov["date"]
+    assert prov["budget"].startswith("smoke sizes") and prov["checks"] == ["dummy: the spec's check(result) passed"]
+    assert res["provenance"] == prov
+    assert f"Provenance: attsvm {__version__}, attsvm reproduce dummy" in (out / "dummy.caption.md").read_text()
     assert man["smoke"] is True and man["seeds"]["runs"] == 2 and man["wall_s"] >= 0
     assert man["packages"]["numpy"] == np.__version__ and "commit" in man["git"]
     assert man["device"]["requested"] == "cpu" and "work" in man["timings_s"]

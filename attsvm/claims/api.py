@@ -35,7 +35,8 @@ the success rate's confidence interval with ``rate``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,23 +48,30 @@ HOW = ("float64", "high precision", "exact", "rigorous")  # how an example was d
 
 @dataclass
 class Outcome:
-    """Result of evaluating a conclusion on one case.
+    r"""Result of evaluating a conclusion on one case.
 
     ``ok``: the conclusion held; ``margin``: distance from failing (>= 0 iff ok, by convention);
-    ``detail``: numbers for the report (JSON-serialisable); ``runs``: for empirical claims, one bool
-    per run; ``inconclusive``: set to a reason when the case could not be decided (e.g. solver trouble,
+    ``detail``: numbers for the report (JSON-serialisable); ``runs``: for empirical claims, one bool per run
+    of the batch (``None`` for an undecided run); ``run_margins``: instead of (or beside) ``runs``, one real
+    margin per run, a run succeeding iff its margin is $\ge 0$ (NaN: undecided); ``inconclusive``: set to a
+    reason when the case could not be decided (e.g. solver trouble,
     GD not converged in budget) — such a case is neither a pass nor a failure; ``how``: how the outcome was
     decided (one of :data:`HOW`; default ``"float64"`` for a conclusion, ``"high precision"`` for a confirmer;
     set ``"exact"`` / ``"rigorous"`` when the decision rests on exact rationals or ball arithmetic).
 
     A decided outcome must be consistent (:func:`outcome_error`): ``margin`` finite, ``margin >= 0`` when ``ok``
-    and ``margin <= 0`` when not (0 is the boundary: a strict inequality fails there with ``ok=False``).
+    and ``margin <= 0`` when not (0 is the boundary: a strict inequality fails there with ``ok=False``). An
+    empirical outcome may leave ``ok`` out (it is then whether every decided run succeeds); when given, ``ok`` and
+    ``margin`` are used, so they must agree with its runs
+    (:func:`attsvm.claims.empirical.run_table`): ``ok`` iff every decided run succeeds, ``margin`` on ``ok``'s side
+    (the failing case's margin in the report).
     """
 
-    ok: bool
+    ok: bool | None = None
     margin: float = 0.0
     detail: dict[str, Any] = field(default_factory=dict)
     runs: Any = None
+    run_margins: Any = None
     inconclusive: str | None = None
     how: str | None = None
 
@@ -71,9 +79,10 @@ class Outcome:
 def outcome_error(out: Any, *, empirical: bool = False) -> str | None:
     """Why ``out`` is not a valid :class:`Outcome` (None when it is).
 
-    Decided universal outcomes need a real, finite ``margin`` on the side ``ok`` says (>= 0 when ok, <= 0 when
-    not); empirical ones a ``runs`` array; ``how`` must be one of :data:`HOW`. An inconclusive outcome needs a
-    non-empty reason."""
+    Decided outcomes need a bool ``ok`` and a real, finite ``margin`` on the side ``ok`` says (>= 0 when ok,
+    <= 0 when not); empirical ones also ``runs`` or ``run_margins`` (checked against the batch by
+    :func:`attsvm.claims.empirical.run_table`), universal ones neither; ``how`` must be one of :data:`HOW`. An
+    inconclusive outcome needs a non-empty reason."""
     import math
 
     import numpy as np
@@ -84,9 +93,11 @@ def outcome_error(out: Any, *, empirical: bool = False) -> str | None:
         return f"Outcome.how must be one of {HOW}, got {out.how!r}"
     if out.inconclusive is not None:
         return None if str(out.inconclusive).strip() else "Outcome.inconclusive must be a non-empty reason"
-    if empirical:
-        return None if out.runs is not None else "empirical conclusion returned no runs"
-    if not isinstance(out.ok, (bool, np.bool_)):
+    if empirical and out.runs is None and out.run_margins is None:
+        return "empirical conclusion returned no runs (Outcome.runs or Outcome.run_margins)"
+    if not empirical and (out.runs is not None or out.run_margins is not None):
+        return "a universal conclusion returned per-run results (Outcome.runs / run_margins are for kind='empirical')"
+    if not isinstance(out.ok, (bool, np.bool_)) and not (empirical and out.ok is None):
         return f"Outcome.ok must be a bool, got {type(out.ok).__name__}"
     m = out.margin
     try:
@@ -97,9 +108,26 @@ def outcome_error(out: Any, *, empirical: bool = False) -> str | None:
         return f"Outcome.margin must be a real number, got {m!r}"
     if not math.isfinite(float(m)):
         return f"Outcome.margin must be finite, got {float(m)!r}"
-    if (bool(out.ok) and float(m) < 0) or (not out.ok and float(m) > 0):
+    if out.ok is not None and ((bool(out.ok) and float(m) < 0) or (not out.ok and float(m) > 0)):
         return f"Outcome.ok={bool(out.ok)} disagrees with margin={float(m):.6g} (ok must mean margin >= 0)"
     return None
+
+
+#: the lists of :func:`collecting` blocks now open (innermost last); every Claim created is appended to each
+_COLLECTING: list[list[Any]] = []
+
+
+@contextmanager
+def collecting() -> Iterator[list[Claim]]:
+    """Collect every :class:`Claim` created inside the block (in creation order), whatever name it is bound to
+    or whether it is bound at all: discovery loads a claim file inside one, so that a claim whose function name
+    is later rebound cannot vanish (:mod:`.discover`)."""
+    made: list[Claim] = []
+    _COLLECTING.append(made)
+    try:
+        yield made
+    finally:
+        del _COLLECTING[next(i for i, m in enumerate(_COLLECTING) if m is made)]
 
 
 @dataclass(repr=False)
@@ -126,8 +154,14 @@ class Claim:
     expect: str | None = None
     finding: str = ""
     ci_examples: int | None = None  # examples (universal) or runs (empirical) of the CI run (tests, --budget ci)
+    line: int | None = None  # the line of its definition in its file (default: the conclusion's first line)
 
     def __post_init__(self) -> None:
+        if self.line is None:
+            code = getattr(self.conclusion, "__code__", None)
+            self.line = None if code is None else int(code.co_firstlineno)
+        for made in _COLLECTING:
+            made.append(self)
         if self.origin not in ORIGINS:
             raise ValueError(f"claim {self.id}: origin must be one of {ORIGINS}")
         if self.kind not in KINDS:

@@ -174,6 +174,7 @@ class Case:
         precision: str = "float64",
         dps: int | None = None,
         prec: int | None = None,
+        runs: int | None = None,
     ) -> None:
         self.precision = precision
         self.dps = dps
@@ -185,6 +186,8 @@ class Case:
         self.device = device
         self.budget = float(budget)
         self.index = int(index)
+        #: empirical claims: the number of runs of the sweep (the batch's size; ``Outcome.runs`` has this length)
+        self.runs = None if runs is None else int(runs)
         self._hd = hypothesis_data
         self._replay = None if replay is None else list(replay)
         self._cursor = 0
@@ -257,6 +260,7 @@ class Case:
             budget=self.budget,
             index=self.index,
             replay=list(self.draws),
+            runs=self.runs,
         )
 
     def _next_recorded(self) -> Any:

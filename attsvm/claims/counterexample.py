@@ -25,6 +25,7 @@ import numpy as np
 from .. import outputs
 from ..data import Dataset
 from ..errors import InputError
+from ..provenance import Provenance
 from .verdict import VERDICTS, ClaimResult, jsonable
 
 #: the keys of a counterexample description that :func:`validate` requires (:func:`save` writes all of them
@@ -44,7 +45,7 @@ KEYS = (
     "outcome",
     "high_precision",
 )
-ADVISORY = ("title", "reason", "commands", "confirmation_method")
+ADVISORY = ("title", "reason", "commands", "confirmation_method", "runs", "provenance")
 
 
 def encode_draw(x: Any) -> Any:
@@ -87,6 +88,14 @@ def commands(res: ClaimResult, npz: Path | None) -> dict[str, str]:
     return out
 
 
+def provenance(res: ClaimResult) -> Provenance:
+    """The provenance block of ``res``'s counterexample file: the search of one claim (seed, budget) and how its
+    failure was decided."""
+    how = f"confirmed ({res.confirmation_method or res.confirmed_how})" if res.confirmed else "not confirmed"
+    what = f"claim {res.id}: {res.examples} examples searched, failure {how}"
+    return Provenance.of("attsvm check", seed=res.seed, budget=res.budget, checks=[what])
+
+
 def save(res: ClaimResult, out_dir: str | os.PathLike, name: str | None = None) -> Path | None:
     """Save ``res``'s failing case (if any) as ``<name>.npz`` + ``.json`` (default name ``<id>-seed<S>``); return
     the ``.npz`` path."""
@@ -104,6 +113,7 @@ def save(res: ClaimResult, out_dir: str | os.PathLike, name: str | None = None) 
         "seed": res.seed,
         "budget": res.budget,
         "index": case.index,
+        "runs": case.runs,
         "verdict": res.verdict,
         "reason": res.reason,
         "confirmed": res.confirmed,
@@ -114,6 +124,7 @@ def save(res: ClaimResult, out_dir: str | os.PathLike, name: str | None = None) 
         "outcome": None,
         "high_precision": None,
         "commands": commands(res, npz),
+        "provenance": provenance(res).to_dict(),
     }
     if res.outcome is not None:
         info["outcome"] = {"ok": bool(res.outcome.ok), "margin": jsonable(res.outcome.margin)}
@@ -271,6 +282,10 @@ def validate(obj: Any, data: Dataset | None = None, npz_name: str | None = None)
         bad = _outcome_problem(obj[k], k)
         if bad:
             return bad
+    if obj.get("runs") is not None and (not _is_int(obj["runs"]) or obj["runs"] < 1):
+        return f"'runs' must be a positive integer or null, got {obj['runs']!r}"
+    if "provenance" in obj and not isinstance(obj["provenance"], dict):
+        return f"'provenance' must be an object, got {_tname(obj['provenance'])}"
     cmds = obj.get("commands", {})
     if not isinstance(cmds, dict) or not all(isinstance(v, str) for v in cmds.values()):
         return "'commands' must be an object of strings"

@@ -6,8 +6,10 @@ directory that has a ``claims/`` subfolder (the ``proofs/`` collection) means th
 imported by path and its module-level :class:`~attsvm.claims.api.Claim` objects are collected in file
 order. No path: the built-in collection :func:`attsvm.paths.proofs_dir`.
 
-Errors (:class:`~attsvm.errors.InputError`, exit 2): a missing path, a file that fails to import (named,
-with the exception), duplicate claim ids, no claims found.
+Every claim a file creates is found, whatever it is bound to (:func:`~attsvm.claims.api.collecting`), so none can
+vanish. Errors (:class:`~attsvm.errors.InputError`, exit 2): a missing path, a file that fails to import (named,
+with the exception), a claim id defined twice (in one file or in two; both definitions named with their lines),
+a claim whose function name a later definition rebinds (both named), no claims found.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from ..errors import InputError
-from .api import Claim
+from .api import Claim, collecting
 
 _SKIP_DIRS = {"__pycache__", "derivations", "tex", ".ipynb_checkpoints"}
 
@@ -40,25 +43,58 @@ def claim_files(path: str | os.PathLike) -> list[Path]:
     return out
 
 
+def _where(c: Claim) -> str:
+    return f"{c.module}:{c.line}" if c.line is not None else str(c.module)
+
+
+def _binding(obj: Any, path: Path) -> str:
+    """What now holds a name in a claim file, in words, with its line when it has one."""
+    if isinstance(obj, Claim):
+        return f"claim {obj.id!r} at {path}:{obj.line}"
+    code = getattr(obj, "__code__", None)
+    if code is not None:
+        return f"function {getattr(obj, '__name__', '?')} at {path}:{code.co_firstlineno}"
+    return f"a later assignment ({type(obj).__name__})"
+
+
 def load_file(path: Path) -> list[Claim]:
-    """Import ``path`` by path (:func:`attsvm.userfile.load_module`); return its module-level claims in
-    definition order."""
+    """Import ``path`` by path (:func:`attsvm.userfile.load_module`); return every claim it defines, in definition
+    order: each one created while the file ran (:func:`~.api.collecting`), bound to a module-level name or not,
+    and any other module-level claim. A claim whose function name was rebound by a later definition (two
+    functions of one name: the first would be lost) is an :class:`~attsvm.errors.InputError` naming both."""
     from ..userfile import load_module
 
     path = Path(path).resolve()
-    mod = load_module(path, "claim")
+    with collecting() as made:
+        mod = load_module(path, "claim")
+    names = vars(mod)
+    recorded = names.get("__attsvm_claims__")
+    if recorded is None:  # this load ran the file: keep what it created (a cached module has its list)
+        bound_ids = {id(v) for v in names.values() if isinstance(v, Claim)}
+        recorded = [c for c in made if id(c) in bound_ids or getattr(c.conclusion, "__module__", None) == mod.__name__]
+        mod.__attsvm_claims__ = recorded
     seen: set[int] = set()
     claims = []
-    for obj in vars(mod).values():
-        if isinstance(obj, Claim) and id(obj) not in seen:
-            seen.add(id(obj))
-            obj.module = str(path)
-            claims.append(obj)
+    for obj in [*recorded, *(v for v in names.values() if isinstance(v, Claim))]:
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        obj.module = str(path)
+        claims.append(obj)
+    bound_ids = {id(v) for v in names.values() if isinstance(v, Claim)}
+    for c in claims:
+        fname = getattr(c.conclusion, "__name__", None)
+        if id(c) not in bound_ids and fname in names:
+            raise InputError(
+                f"{path}:{c.line}: claim {c.id!r} (function {fname}) is shadowed by {_binding(names[fname], path)}: "
+                "the first would never run; give the functions different names"
+            )
     return claims
 
 
 def discover(paths: Iterable[str | os.PathLike] | str | os.PathLike | None = None) -> list[Claim]:
-    """All claims under ``paths`` (default: the built-in ``proofs/`` collection)."""
+    """All claims under ``paths`` (default: the built-in ``proofs/`` collection); a claim id defined twice (in one
+    file or two) is an :class:`~attsvm.errors.InputError` naming both definitions (file and line)."""
     if paths is None:
         from ..paths import proofs_dir
 
@@ -67,20 +103,22 @@ def discover(paths: Iterable[str | os.PathLike] | str | os.PathLike | None = Non
         paths = [paths]
     paths = list(paths) or [__import__("attsvm.paths", fromlist=["proofs_dir"]).proofs_dir()]
     claims: list[Claim] = []
-    where: dict[str, str] = {}
+    first: dict[str, Claim] = {}
+    loaded: set[Path] = set()
     for p in paths:
         files = claim_files(p)
+        new = [f for f in files if f.resolve() not in loaded]  # a file under two of the paths is loaded once
         found = []
-        for f in files:
+        for f in new:
+            loaded.add(f.resolve())
             found += load_file(f)
-        if not found:
+        if not found and len(new) == len(files):
             raise InputError(f"{p}: no claims found")
         for c in found:
-            if c.id in where and where[c.id] != c.module:
-                raise InputError(f"duplicate claim id {c.id!r} in {where[c.id]} and {c.module}")
-            if c.id not in where:
-                where[c.id] = c.module
-                claims.append(c)
+            if c.id in first:
+                raise InputError(f"duplicate claim id {c.id!r}: defined at {_where(first[c.id])} and at {_where(c)}")
+            first[c.id] = c
+            claims.append(c)
     return claims
 
 

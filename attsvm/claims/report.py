@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from .. import html
+from ..provenance import Provenance
 from ..serial import tex_escape
 from ..tables import (
     Cell,
@@ -37,7 +38,7 @@ from ..tables import (
     vector_math,
 )
 from .confirm import HOW_LABELS
-from .verdict import ClaimResult, decided_text, jsonable
+from .verdict import REPLAYED, ClaimResult, decided_text, jsonable
 
 COLUMNS = ("id", "origin", "verdict", "examples", "decided", "worst margin", "seconds")
 
@@ -101,15 +102,25 @@ def rows(results: list[ClaimResult]) -> list[list[str]]:
 
 def summary(results: list[ClaimResult]) -> str:
     n = len(results)
-    by = {v: sum(r.verdict == v for r in results) for v in ("verified", "refuted", "inconclusive")}
     bad = [r.id for r in results if not r.matches]
+    if results and all(r.verdict in REPLAYED for r in results):
+        s = ", ".join(f"replay of {r.detail.get('replayed', r.id)}: {r.verdict}" for r in results)
+        return s
+    by = {v: sum(r.verdict == v for r in results) for v in ("verified", "refuted", "inconclusive")}
     s = f"{n} claims: {by['verified']} verified, {by['refuted']} refuted, {by['inconclusive']} inconclusive"
     s += f"; {'all as expected' if not bad else 'NOT as expected: ' + ', '.join(bad)}"
     return s
 
 
+def replay_line(r: ClaimResult) -> str:
+    """``replay of FILE (claim ID): reproduced — <how>`` or ``... not reproduced — <why>``."""
+    return f"replay of {r.detail.get('replayed', '?')} (claim {r.id}): {r.verdict} — {r.reason}"
+
+
 def table(results: list[ClaimResult]) -> str:
-    """The terminal table (plain text, aligned columns) and a summary line."""
+    """The terminal table (plain text, aligned columns) and a summary line (for replays: one line each)."""
+    if results and all(r.verdict in REPLAYED for r in results):
+        return "\n".join(replay_line(r) for r in results)
     body = rows(results)
     w = [max(len(COLUMNS[j]), *(len(r[j]) for r in body)) if body else len(COLUMNS[j]) for j in range(len(COLUMNS))]
     right = {3, 5, 6}
@@ -119,18 +130,46 @@ def table(results: list[ClaimResult]) -> str:
     lines.append(summary(results))
     for r in results:
         if not r.matches:
-            lines.append(f"  {r.id}: {r.mismatch} ({r.reason})")
+            why = r.mismatch or ""
+            extra = "" if r.reason.removeprefix("error: ") in why else f" ({r.reason})"  # an error's reason once
+            lines.append(f"  {r.id}: {why}{extra}")
     for r in results:
         if r.counterexample:
             cmd = _commands(r).get("replay") or _commands(r).get("rerun")
             at = f" ({r.sizes_text})" if r.sizes_text else ""
-            lines.append(f"  {r.id}: counterexample{at} {r.counterexample}; reproduce: {cmd}")
+            what = "the case it broke on" if r.error is not None else "counterexample"
+            lines.append(f"  {r.id}: {what}{at} {r.counterexample}; reproduce: {cmd}")
     return "\n".join(lines)
 
 
+def check_line(r: ClaimResult) -> str:
+    """What ran for ``r``, in one line of a provenance block: the search (examples and how they were decided) or
+    the sweep (runs), or the replay, and the verdict with how a failure was confirmed."""
+    if r.verdict in REPLAYED:
+        what = f"replay of {r.detail.get('replayed', 'a saved case')}"
+    elif r.kind == "empirical":
+        what = f"{r.examples} runs in one sweep ({decided_text(r.decided)} decided)"
+    else:
+        what = f"{r.examples} examples searched ({decided_text(r.decided)} decided)"
+    return f"{r.id}: {what}; {verdict_cell(r)}"
+
+
+def provenance(results: list[ClaimResult], seed: int | None = None, budget: Any = None) -> Provenance:
+    """The provenance block of a check's reports: ``attsvm check``, its seed and budget (default: those of the
+    results), and one :func:`check_line` per claim."""
+    if results:
+        seed = results[0].seed if seed is None else seed
+        budget = results[0].budget if budget is None else budget
+    if isinstance(budget, (int, float)):
+        budget = f"{budget:g}"
+    return Provenance.of("attsvm check", seed=seed, budget=budget, checks=[check_line(r) for r in results])
+
+
 def to_json(results: list[ClaimResult], **meta: Any) -> dict[str, Any]:
-    """``{"claims": [...], "summary": {...}}``."""
+    """``{"provenance": {...}, "claims": [...], "summary": {...}}``."""
+    prov = provenance(results, meta.get("seed"), meta.get("budget"))
     return {
+        "provenance": prov.to_dict(),
         "claims": [r.to_json() for r in results],
         "summary": {
             "total": len(results),
@@ -270,7 +309,7 @@ def draw_tables(r: ClaimResult) -> list[Table]:
 
 def markdown(results: list[ClaimResult], title: str = "attsvm check") -> str:
     """A Markdown report: a table, then a section per refuted claim."""
-    md = [f"# {title}", "", summary(results), ""]
+    md = [f"# {title}", "", summary(results), "", provenance(results).markdown(), ""]
     md.append("| " + " | ".join(COLUMNS) + " | reason |")
     md.append("|" + "---|" * (len(COLUMNS) + 1))
     for r, cells in zip(results, rows(results)):
@@ -331,7 +370,7 @@ def latex(results: list[ClaimResult], standalone: bool = True) -> str:
     t = []
     if standalone:
         t += [r"\documentclass{article}", r"\usepackage[margin=2cm]{geometry}", r"\begin{document}", ""]
-    t += [r"\section*{attsvm check}", tex_escape(summary(results)), ""]
+    t += [r"\section*{attsvm check}", tex_escape(summary(results)), "", provenance(results).latex(), ""]
     t += [r"{\footnotesize", r"\begin{tabular}{lp{2.0cm}p{2.7cm}rlrr}", r"\hline"]  # origin, verdict wrap
     t.append(" & ".join(tex_escape(c) for c in COLUMNS) + r" \\")
     t.append(r"\hline")

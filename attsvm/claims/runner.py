@@ -302,7 +302,9 @@ def _run_empirical(claim, examples, seed, b, device, consts) -> ClaimResult:
     res.detail = {"outcome": out.detail}
     if sw.failing_index is not None:
         res.case = failing_case(sw)
-        res.outcome = Outcome(ok=False, margin=out.margin, detail={"run": sw.failing_index, **(out.detail or {})})
+        res.outcome = Outcome(
+            ok=False, margin=sw.failing_margin, detail={"run": sw.failing_index, **(out.detail or {})}
+        )
     if verdict == "refuted":  # the rate is below the requirement: its failing run must be confirmed too
         rate_reason = res.reason
         _apply(res, confirm(claim, res.case, res.outcome))
@@ -629,7 +631,12 @@ def portable(res: ClaimResult) -> ClaimResult:
 
 
 def replay(claim: Claim, npz: str | os.PathLike, *, device: str = "cpu") -> ClaimResult:
-    """Re-evaluate a saved counterexample of ``claim`` (its data set and recorded draws) and confirm it."""
+    r"""Re-evaluate a saved counterexample of ``claim`` (its data set and recorded draws) and say whether it still
+    fails: verdict ``reproduced`` (the failure is confirmed again, with how) or ``not reproduced`` (it passes, is
+    cleared, cannot be confirmed, is inconclusive), never a verified/refuted verdict drawn from one example.
+
+    A universal claim's conclusion is re-run on the saved case, then confirmed; an empirical claim's saved run
+    (its index, the sweep's size) is re-decided by its confirmer."""
     from .counterexample import decode_draw, load
 
     ds, info = load(npz, claim.id)  # checked (counterexample.validate): the fields below have their types
@@ -638,36 +645,52 @@ def replay(claim: Claim, npz: str | os.PathLike, *, device: str = "cpu") -> Clai
     b = float(info["budget"])
     t0 = time.perf_counter()
     res = _base(claim, seed=seed, budget=b, examples=1)
+    res.verdict = "not reproduced"
+    res.detail = {"replayed": str(Path(npz))}
+    case = Case(
+        data=ds,
+        hypotheses=claim.new_constants(),
+        seed=seed,
+        device=device,
+        budget=b,
+        index=info["index"],
+        replay=draws,
+        runs=info.get("runs"),
+    )
     if claim.kind == "empirical":
-        case = Case(data=ds, hypotheses=claim.case_hypotheses, seed=seed, device=device, budget=b, replay=draws)
-        out = Outcome(ok=False, margin=(info.get("outcome") or {}).get("margin") or 0.0, detail={"replayed": True})
-        res.case, res.outcome = case, out
-        _apply(res, confirm(claim, case, out))
+        saved = (info.get("outcome") or {}).get("margin")
+        out = Outcome(ok=False, margin=min(0.0, float(saved)) if saved is not None else 0.0, detail={"replayed": True})
     else:
-        case = Case(
-            data=ds,
-            hypotheses=claim.case_hypotheses,
-            seed=seed,
-            device=device,
-            budget=b,
-            index=info["index"],
-            replay=draws,
-        )
-        out = claim.conclusion(case)
-        bad = outcome_error(out)
+        try:
+            out = claim.conclusion(case)
+        except Exception as exc:
+            from .search import error_line
+
+            out, bad = None, error_line(exc)
+        else:
+            bad = outcome_error(out)
+            bad = None if bad is None else f"conclusion {bad}"
         if bad is not None:
-            res.error, res.reason = f"conclusion {bad}", f"error: conclusion {bad}"
+            res.error, res.reason = bad, f"error: {bad}"
             res.seconds = time.perf_counter() - t0
             return res
-        res.worst_margin = float(out.margin)
-        res.case, res.outcome = case, out
+        res.worst_margin = None if out.inconclusive else float(out.margin)
         if out.inconclusive:
-            res.reason = f"inconclusive: {out.inconclusive}"
+            res.reason = f"the saved case is inconclusive now ({out.inconclusive})"
         elif out.ok:
-            res.verdict = "verified"
-            res.reason = "the saved case passes now"
-        else:
-            _apply(res, confirm(claim, case, out))
+            res.reason = f"the saved case passes now (float64 margin {out.margin:.6g} >= 0)"
+        res.case, res.outcome = case, out
+        if out.inconclusive or out.ok:
+            res.seconds = time.perf_counter() - t0
+            return res
+    res.case, res.outcome = case, out
+    _apply(res, confirm(claim, case, out))
+    if res.confirmed:
+        res.verdict = "reproduced"
+        res.reason = f"the saved case still fails; {res.reason}"
+        res.counterexample = str(Path(npz))
+    else:
+        res.reason = f"the saved case fails in float64 but the failure is not confirmed ({res.reason})"
+        res.verdict = "not reproduced"
     res.seconds = time.perf_counter() - t0
-    res.counterexample = str(Path(npz))
     return res

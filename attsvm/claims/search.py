@@ -75,7 +75,7 @@ DEFAULT_SHRINKS = 500  # shrink calls after the first failure at budget 1.0 (a c
 class SearchResult:
     examples: int = 0  # cases evaluated while searching (before the first kept failure, inclusive)
     shrink_calls: int = 0
-    worst_margin: float | None = None
+    worst_margin: float | None = None  # the least margin of the search's examples and of the reported failure
     inconclusive: int = 0
     inconclusive_reasons: Counter = field(default_factory=Counter)
     decided: Counter = field(default_factory=Counter)  # how -> decided examples (float64, high precision, ...)
@@ -334,6 +334,9 @@ def run_search(
         raise KeyboardInterrupt
     if res.minimal is not None and shrunk:
         _keep_smallest_confirmed(claim, res, shrunk)
+    if res.minimal is not None:  # the worst margin includes the reported (shrunk) counterexample's
+        m = float(res.minimal[1].margin)
+        res.worst_margin = m if res.worst_margin is None else min(res.worst_margin, m)
     res.exhausted = res.minimal is None and res.error is None and not res.timed_out and res.examples < int(examples)
     return res
 

@@ -15,6 +15,10 @@ cases``: too large a fraction of undecidable cases; ``rate``: the interval strad
   ``inconclusive`` matches — a pin that is now verified or refuted is stale and fails;
 * ``--allow-inconclusive`` (exploratory runs): an ``inconclusive`` verdict other than an unconfirmed failure
   matches whatever the expectation.
+
+**Replays** (``attsvm check --replay FILE``) have their own two verdicts (:data:`REPLAYED`), never a
+verified/refuted drawn from one example: ``reproduced`` (the saved case fails again and the failure is confirmed;
+matches) or ``not reproduced`` (it passes, is cleared, is unconfirmed or inconclusive; exit 1).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from typing import Any
 from ..serial import jsonable  # noqa: F401  (re-exported)
 
 VERDICTS = ("verified", "refuted", "inconclusive")
+REPLAYED = ("reproduced", "not reproduced")  # the verdicts of a replay of a saved counterexample
 SHORT_HOW = {"float64": "f64", "high precision": "hp", "exact": "exact", "rigorous": "ball"}
 
 
@@ -98,6 +103,8 @@ class ClaimResult:
         """Why the verdict does not match its expectation (None when it does)."""
         if self.error is not None:
             return f"error in the claim: {self.error}"
+        if self.verdict in REPLAYED:
+            return None if self.verdict == "reproduced" else "the saved counterexample is not reproduced"
         if self.unconfirmed:
             return "a float64 failure was not cleared at high precision"
         if self.verdict == "inconclusive" and self.allow_inconclusive:

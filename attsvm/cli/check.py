@@ -71,8 +71,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "--db",
         default=None,
         metavar="DIR",
-        help="counterexample database: failures found are stored and replayed first next time (default "
-        ".attsvm/db; when that cannot be written, a warning and no database)",
+        help="counterexample database: failures found are stored and replayed first next time. A DIR given here "
+        "that cannot be written is bad input (exit 2); without --db the default .attsvm/db is used, or, when it "
+        "cannot be written, skipped with a warning",
     )
     p.add_argument("--no-db", action="store_true", help="neither read nor write the counterexample database")
     p.add_argument(

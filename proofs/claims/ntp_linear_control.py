@@ -51,7 +51,7 @@ def _half_lr(h: dict, batch):
     origin="paper",
     source="arXiv 2402.18551, Thms 1-2; THEORY §7",
     hypotheses={},
-    params={**SIZES, "runs": 24, "algo": "gd", "steps": 20000, "eps_corr": 0.05, "eps_fin": 0.01, "rise": 1e-4},
+    params={**SIZES, "algo": "gd", "steps": 20000, "eps_corr": 0.05, "eps_fin": 0.01, "rise": 1e-4},
     kind="empirical",
     rate=0.8,
     examples=24,
@@ -64,7 +64,7 @@ def ntp_linear_control(case):
     from attsvm.ntp.decomposition import sweep_outcome
 
     h = dict(case.hypotheses)
-    batch = _batch(h, int(h["runs"]), case.seed)
+    batch = _batch(h, case.runs, case.seed)
     h["lr"] = _half_lr(h, batch)
     parts = {m: sweep_outcome(batch, case.seed, {**h, "eps": h[e]}, m) for m, e in MEASURES.items()}
     both = [
@@ -85,7 +85,7 @@ def _confirm(case, outcome):
     from attsvm.ntp.decomposition import confirm_outcome
 
     h = dict(case.hypotheses)
-    batch = _batch(h, int(h["runs"]), case.seed)
+    batch = _batch(h, case.runs, case.seed)
     b = case.index
     h["lr"] = float(_half_lr(h, batch)[b])
     res = {
