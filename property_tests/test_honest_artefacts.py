@@ -203,3 +203,14 @@ def test_every_report_and_counterexample_carries_provenance(tmp_path, monkeypatc
     cx = json.loads(Path(js["claims"][0]["counterexample"]).with_suffix(".json").read_text())
     assert cx["provenance"]["seed"] == 3 and cx["provenance"]["attsvm"] == __version__
     assert cx["provenance"]["checks"] and "confirmed" in cx["provenance"]["checks"][0]
+
+
+def test_the_notebook_report_names_its_provenance(tmp_path):
+    from attsvm.claims.discover import load_file
+    from attsvm.claims.report import Report
+    from attsvm.claims.runner import run_claim
+
+    (tmp_path / "f.py").write_text(FLIP.format(limit="1e9"))
+    (c,) = load_file(tmp_path / "f.py")
+    page = Report([run_claim(c, seed=5)], seed=5, budget=1.0)._repr_html_()
+    assert "provenance" in page and f"attsvm {__version__}, attsvm check" in page and "seed 5, budget 1" in page

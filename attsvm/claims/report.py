@@ -489,6 +489,7 @@ class Report(list):
                 + ("every verdict as expected" if self.exit_code == 0 else "a verdict is not as expected")
                 + " (attsvm check exits 0 iff every verdict matches its expectation, 1 otherwise, 2 on bad input)",
             ),
+            ("provenance", provenance(list(self), self.meta.get("seed"), self.meta.get("budget")).head()),
         ]
         sections = [("claims", html.rows_table([*COLUMNS, "reason"], body))]
         for r in self:
