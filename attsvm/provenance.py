@@ -8,7 +8,7 @@ $$\mathrm{prov} = (\text{tool},\ \text{attsvm version},\ \text{date},\ \text{see
 
 ``checks`` lists the checks that *ran* in the run that wrote the artefact (a claim's search, an identity check
 of a derivation step, an experiment's recheck), each as one line; an artefact that ran none says so ("no check
-ran in this run"), so a page never reads as checked when it was not. The date is today's UTC date, or that of
+ran in this run: nothing"), so a page never reads as checked when it was not. The date is today's UTC date, or that of
 ``SOURCE_DATE_EPOCH`` when it is set (the reproducible-builds convention: goldens and byte-identical reruns).
 """
 
@@ -23,7 +23,7 @@ from typing import Any
 from . import __version__
 from .serial import tex_escape
 
-NONE_RAN = "no check ran in this run"
+NONE_RAN = "nothing (no check ran)"
 
 
 def today() -> str:
@@ -95,7 +95,8 @@ class Provenance:
 
     def latex(self) -> str:
         """A LaTeX paragraph (text mode, escaped): the head, then the checks as an itemised list."""
-        out = [r"\par\medskip\noindent\textbf{Provenance.} " + tex_escape(self.head()) + "."]
+        head = tex_escape(self.head()).replace("/", r"/\allowbreak{}")  # a long path may break after a slash
+        out = [r"\par\medskip\noindent\textbf{Provenance.} " + head + "."]
         if self.checks:
             out += [r"Checked in this run:", r"\begin{itemize}"]
             out += [r"\item " + tex_escape(c) for c in self.checks]

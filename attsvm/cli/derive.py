@@ -10,7 +10,14 @@ Derivations are discovered by path (``proofs/derivations/*.py``; see :func:`atts
 ``--check`` re-verifies every selected derivation and exits 1 if any step fails. ``--json`` lists every step with
 its ``name``, ``scope`` (``symbolic``: proved for general sizes; ``instances``: checked on concrete sizes;
 ``premise``: not checked) and ``verified`` (null without ``--check``). ``FILE`` may be ``-``
-(standard output). Unknown names exit 2.
+(standard output). Unknown names exit 2; a step reference to an unknown label (``{step:LABEL}`` in a derivation's
+prose) is an error when the derivation is built (exit 2).
+
+A page states per step whether its check ran in this run ("Checked in this run (how)" only with ``--check``, else
+"Not checked in this run (run attsvm derive NAME --check)") and ends with a provenance block
+(:class:`attsvm.provenance.Provenance`: the command, the attsvm version, the date and the checks that ran).
+``--update-golden`` writes the pages as built (not checked), dated by ``SOURCE_DATE_EPOCH`` when set, else by
+:data:`attsvm.symbolic.derivation.GOLDEN_SOURCE_DATE_EPOCH`.
 """
 
 from __future__ import annotations
@@ -104,7 +111,12 @@ def run(args) -> int:
         outputs.append((args.markdown, markdown_document(derivs)))
     if args.update_golden:
         gd = golden_dir(args.golden_dir)
-        outputs += [(str(gd / f"{d.name}.tex"), d.latex(standalone=True)) for d in derivs]
+        from ..symbolic.derivation import golden_date
+
+        # a golden is the page as built, not checked in this run (it must not depend on --check)
+        outputs += [
+            (str(gd / f"{d.name}.tex"), reg[d.name].build().latex(standalone=True, date=golden_date())) for d in derivs
+        ]
     from ..outputs import transaction
 
     with transaction():  # all the files or none
@@ -172,6 +184,10 @@ def _run_kkt(args) -> int:
     def build(doc: str | None):
         name = None if exact is None else (os.path.relpath(exact, Path(doc).parent) if doc else str(exact))
         d = derivation_of(ex, alpha=cert.get("alpha"), exact_file=name)
+        # the data by file name (its path and digest are in the exact values file): a path would not fit the line
+        d.tool = d.check_command = f"attsvm derive kkt --data {Path(args.data).name}" + (
+            f" --alpha {args.alpha}" if args.alpha else ""
+        )
         d.verify()
         return d
 

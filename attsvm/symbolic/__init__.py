@@ -4,7 +4,7 @@ Heavy (sympy) imports happen when a submodule is imported; ``import attsvm.symbo
 
 Public API::
 
-    from attsvm.symbolic import Derivation, derivation, discover, latex, Chain
+    from attsvm.symbolic import Derivation, derivation, discover, latex, Chain, lint_problems
     from attsvm.symbolic.checks import Symbolic, SymbolicNonneg, Equal, Nonneg, All, Predicate
 """
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from .checks import All, Check, CheckResult, Equal, Nonneg, Predicate, Symbolic, SymbolicNonneg
 from .derivation import Derivation, DerivationSpec, Step, derivation, document, markdown_document
+from .lint import lint_problems, undefined_symbols
 from .notation import TABLE, matrix, matrix_symbol, symbol, vector
 from .printer import AttsvmLatexPrinter, Chain, latex
 from .registry import default_dir, discover, get
@@ -37,9 +38,11 @@ __all__ = [
     "document",
     "get",
     "latex",
+    "lint_problems",
     "markdown_document",
     "matrix",
     "matrix_symbol",
     "symbol",
+    "undefined_symbols",
     "vector",
 ]

@@ -75,12 +75,13 @@ def plain_text(what: Any) -> str:
 
 def _described(head: str, what: Any, brackets: bool = False) -> Any:
     """``head`` followed by the prose ``what``: a string when ``what`` is a string (or empty), else a tuple of
-    strings and sympy objects for the printer; ``brackets`` puts ``what`` in parentheses after a space."""
+    strings and sympy objects for the printer; ``brackets`` separates ``what`` from ``head`` by a semicolon.
+    The text says how a check is done, never that it passed: a page says whether it ran."""
     if not what:
         return head
     if isinstance(what, str):
-        return f"{head} ({what})" if brackets else head + what
-    return (head + " (", *what, ")") if brackets else (head, *what)
+        return f"{head}; {what}" if brackets else head + what
+    return (head + "; ", *what) if brackets else (head, *what)
 
 
 class Equal(Check):
@@ -105,10 +106,10 @@ class Equal(Check):
                 return CheckResult(False, f"entry {k}: {self.method}(lhs - rhs) = {sp.sstr(red)[:200]}")
         return CheckResult(True, f"{self.method}(lhs - rhs) = 0 on {len(L)} entries")
 
-    _VERB = {"expand": "expands", "cancel": "cancels", "simplify": "simplifies"}
+    _VERB = {"expand": "expanded", "cancel": "cancelled", "simplify": "simplified"}
 
     def describe(self) -> Any:
-        s = f"sympy: the difference of the two sides {self._VERB[self.method]} to zero"
+        s = f"sympy: the difference of the two sides {self._VERB[self.method]} and compared with zero"
         if self.subs:
             s += " after the substitution"
         return _described(s, self.what, brackets=True)
@@ -154,9 +155,9 @@ class Nonneg(Check):
 
     def describe(self) -> Any:
         if self.cert is not None:
-            s = "sympy: the difference equals a sum of nonnegative terms, a certificate checked exactly"
+            s = "sympy: the difference compared exactly with a certificate, a sum of nonnegative terms"
         else:
-            s = "sympy: numerator and denominator are polynomials with nonnegative coefficients in nonnegative symbols"
+            s = "sympy: the signs of the coefficients of numerator and denominator, in nonnegative symbols"
         return _described(s, self.what, brackets=True)
 
 
@@ -229,14 +230,14 @@ def _prose(what: Any) -> Any:
 
 
 def general_prose(head: str, sizes: Sequence[sp.Symbol], tail: str, what: Any) -> tuple:
-    """Prose of a general check: ``head``, the size symbols (as math), ``tail`` and ``what`` in brackets."""
+    """Prose of a general check: ``head``, the size symbols (as math), ``tail`` and ``what`` after a semicolon."""
     out: list[Any] = [head]
     for k, s in enumerate(sizes):
         out += ([", "] if k else []) + [sp.Symbol(str(s))]
     out.append(tail)
     if what:
         w = _prose(what)
-        out += [" ("] + ([w] if isinstance(w, str) else list(w)) + [")"]
+        out += ["; "] + ([w] if isinstance(w, str) else list(w))
     return tuple(p for p in out if p != "")
 
 
@@ -304,7 +305,7 @@ class Symbolic(Check):
         return CheckResult(True, f"lhs - rhs reduces to 0 for general {sizes}")
 
     def describe(self) -> Any:
-        return general_prose("sympy, in general: the identity holds for all ", self.sizes, "", self.what)
+        return general_prose("sympy, for all ", self.sizes, "", self.what)
 
 
 class SymbolicNonneg(Check):
@@ -354,5 +355,5 @@ class SymbolicNonneg(Check):
         return CheckResult(True, f"equals a manifestly nonnegative certificate for general {sizes}")
 
     def describe(self) -> Any:
-        tail = ", the difference equals a sum of manifestly nonnegative terms"
-        return general_prose("sympy, in general: for all ", self.sizes, tail, self.what)
+        tail = ", the difference compared with a sum of manifestly nonnegative terms"
+        return general_prose("sympy, for all ", self.sizes, tail, self.what)

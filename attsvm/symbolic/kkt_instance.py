@@ -35,11 +35,12 @@ import sympy as sp
 from ..data import Dataset
 from ..errors import InputError
 from ..svm.budget import constraint_count, require
+from . import glossary
 from .checks import Equal, Predicate
 from .derivation import Derivation
 from .enclosure import SIGNIFICANT, Enclosure, enclose, is_short
 from .notation import matrix_symbol, symbol
-from .printer import AsScalar, Chain, Inner, Norm, SumOver
+from .printer import AsScalar, Chain, Inner, Norm, RealSpace, SumOver
 
 #: largest m * (d^2 + 2d) (exact rational terms: data, margins) derive kkt takes on (about 30 s of Fraction work)
 MAX_EXACT_TERMS = 1_000_000
@@ -352,6 +353,7 @@ def derivation_of(
     (:mod:`attsvm.symbolic.enclosure`); ``exact_file`` names the file with every exact value (:func:`exact_values`),
     written beside the document."""
     d = Derivation("kkt", title, claim="svm-kkt")
+    d.tool = d.check_command = "attsvm derive kkt --data DATA"  # the command checks every step, always
     S = ex.S
     k = len(S)
     lam_names = [symbol("lam", *ex.labels[j]) for j in S]
@@ -380,6 +382,33 @@ def derivation_of(
         f"with {SIGNIFICANT} significant digits, its ends rounded outward from the exact value in integer "
         "arithmetic." + where,
     )
+    alpha_i = sp.Symbol("alpha_i")
+    x_it, x_ia = matrix_symbol("x", "d", 1, "i", "t"), matrix_symbol("x", "d", 1, "i", alpha_i)
+    D_it, z_i = matrix_symbol("D", "d", 1, "i", "t"), matrix_symbol("z", "d", 1, "i")
+    d.define(
+        Chain((x_it, z_i), "in", RealSpace(symbol("d"))),
+        ("token ", t, " of input ", i, " and the query of input ", i, "."),
+    )
+    d.define(alpha_i, ("the selected token of input ", i, "."))
+    d.define(
+        Chain(D_it, "=", x_ia - x_it),
+        ("the token difference of the constraint of input ", i, " and token ", Chain(t, "!=", alpha_i), "."),
+    )
+    d.define(
+        Chain(Ait, "=", D_it * z_i.T),
+        ("its constraint matrix: Att-SVM asks ", Chain(Inner(Wsym, Ait), ">=", 1), " (derivation attsvm-kkt)."),
+    )
+    d.define(
+        (symbol("lam", "i", "t"), lam_v),
+        (
+            "the multiplier of that constraint, and the vector of the multipliers of the ",
+            sp.Symbol("k"),
+            " active ones.",
+        ),
+    )
+    d.define(Gs, "the Gram matrix of the constraint matrices of the active constraints.")
+    d.define(*glossary.ones())
+    d.define((Wsym, symbol("w", "r", "c")), "the max-margin matrix and its entries (row, column).")
     d.premise(
         "reduced KKT system",
         Chain(Gs * lam_v, "=", ones),

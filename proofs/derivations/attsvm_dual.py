@@ -18,7 +18,7 @@ from attsvm.symbolic import sums
 from attsvm.symbolic.checks import All, Equal, Symbolic, SymbolicNonneg
 from attsvm.symbolic.derivation import Derivation, derivation
 from attsvm.symbolic.notation import index, indexed, matrix_symbol, symbol
-from attsvm.symbolic.printer import AsScalar, Chain, Inner, Norm, SumOver, in_order
+from attsvm.symbolic.printer import AsScalar, Chain, Inner, Norm, RealSpace, SumOver, in_order
 
 SHAPES = ((1, 3, 2), (2, 2, 2), (2, 3, 2), (2, 2, 3))
 
@@ -171,6 +171,20 @@ def attsvm_dual(dv: Derivation) -> None:
         G,
         " is the Gram matrix of the constraint matrices.",
     )
+    ii, tt, alpha_i = sp.Symbol("i"), sp.Symbol("t"), sp.Symbol("alpha_i")
+    x_a, x_t = matrix_symbol("x", "d", 1, "i", alpha_i), matrix_symbol("x", "d", 1, "i", "t")
+    dv.define(
+        Chain((x_t, z_i), "in", RealSpace(symbol("d"))),
+        ("token ", tt, " of input ", ii, " and the query of input ", ii, " (THEORY section 1)."),
+    )
+    dv.define(alpha_i, ("the selected token of input ", ii, "."))
+    dv.define(Chain(D_it, "=", x_a - x_t), "the token difference of a constraint.")
+    dv.define(
+        Chain(A_it, "=", D_it * z_i.T),
+        ("the constraint matrix of the pair ", sp.Tuple(ii, tt), "; numbered ", js, ", it is written ", Aj, "."),
+    )
+    dv.define(lj, ("the multiplier of constraint ", js, "; ", lamv, " is the vector of the multipliers."))
+    dv.define(Lag(W, symbol("lam")), "the Lagrangian.")
     dv.premise(
         "Lagrangian and its minimiser",
         Chain(

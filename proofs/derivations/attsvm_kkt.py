@@ -21,7 +21,7 @@ from attsvm.symbolic import sums
 from attsvm.symbolic.checks import All, Equal, Symbolic, SymbolicNonneg
 from attsvm.symbolic.derivation import Derivation, derivation
 from attsvm.symbolic.notation import index, indexed, matrix_symbol, symbol
-from attsvm.symbolic.printer import Chain, Grad, Inner, Norm, SumOver, in_order
+from attsvm.symbolic.printer import Chain, Grad, Inner, Norm, RealSpace, SumOver, in_order
 
 SHAPES = ((1, 3, 2), (2, 2, 2), (2, 3, 2), (2, 2, 3))
 
@@ -203,12 +203,17 @@ def attsvm_kkt(dv: Derivation) -> None:
         Chain(1, "<=", ii, "<=", symbol("n")),
         " and ",
         Chain(tt, "!=", alpha_i),
-        ". The symbol ",
-        L,
-        " for the Lagrangian keeps it apart from the loss ",
-        symbol("L"),
         ".",
     )
+    dv.define(
+        Chain((x_t, zi), "in", RealSpace(d)),
+        ("token ", tt, " of input ", ii, " and the query of input ", ii, " (THEORY section 1)."),
+    )
+    dv.define(alpha_i, ("the selected token of input ", ii, ", the one the attention should pick."))
+    dv.define((W, w[k, l]), "the attention weights, the variable of the program, and their entries.")
+    dv.define(lit, ("the multiplier of the constraint of input ", ii, " and token ", tt, "."))
+    dv.define(L, "the Lagrangian (its letter differs from the one of the loss, THEORY section 1).")
+    dv.define(Wp, "any feasible matrix: one that satisfies every constraint.")
     dv.premise(
         "primal",
         Chain(Inner(W, Ait), ">=", 1, where=Chain(Ait, "=", (x_a - x_t) * zi.T)),

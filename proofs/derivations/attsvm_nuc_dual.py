@@ -197,6 +197,32 @@ def attsvm_nuc_dual(dv: Derivation) -> None:
         "Every inequality below is an identity whose right-hand side is a sum of products of nonnegative "
         "quantities: the singular values, the multipliers and the slacks of the hypotheses.",
     )
+    mm = symbol("m", integer=True, positive=True)
+    dv.define(
+        Aj,
+        (
+            "the constraint matrix of constraint ",
+            js,
+            " of Att-SVM (derivation attsvm-kkt), ",
+            Chain(1, "<=", js, "<=", mm),
+            ".",
+        ),
+    )
+    dv.define(lj, ("the multiplier of constraint ", js, "; ", lamv, " is the vector of the multipliers."))
+    dv.define(
+        ((u_r, v_r), sr),
+        (
+            "the left and right singular vectors (orthonormal) and the singular values of ",
+            W,
+            " in steps {step:singular-value-decomposition} to {step:weak-duality}, of ",
+            M,
+            " in step {step:spectral-norm-certificate}.",
+        ),
+    )
+    dv.define(
+        sp.MatrixSymbol("Sigma", 2, 2),
+        ("the diagonal matrix of the singular values of a two by two matrix, between two orthogonal matrices."),
+    )
     dv.premise(
         "primal and dual",
         Chain(Norm(M, "2"), "<=", 1, where=Chain(M, "=", Sj(lj * Aj))),
@@ -289,7 +315,8 @@ def attsvm_nuc_dual(dv: Derivation) -> None:
         "weak duality",
         Chain(Norm(W, "*"), ">=", Inner(W, M), "=", Sj(lj * Inner(W, Aj)), ">=", Sj(lj)),
         (
-            "the three steps above, checked here as one identity: the nuclear norm of any feasible ",
+            "steps {step:trace-duality} to {step:margins}, checked here as one identity: the nuclear norm of any "
+            "feasible ",
             W,
             " minus the multiplier sum of any dual-feasible ",
             lamv,

@@ -13,11 +13,11 @@ from __future__ import annotations
 import sympy as sp
 
 from attsvm.symbolic import builders as B
-from attsvm.symbolic import sums
+from attsvm.symbolic import glossary, sums
 from attsvm.symbolic.checks import All, Equal, Nonneg, Predicate, Symbolic, SymbolicNonneg
 from attsvm.symbolic.derivation import Derivation, derivation
 from attsvm.symbolic.notation import index, indexed, matrix_symbol, symbol
-from attsvm.symbolic.printer import Chain, Cov, EllP, Grad, Inner, Mean, SumOver, Times, in_order
+from attsvm.symbolic.printer import Chain, Cov, EllP, Grad, Inner, Mean, RealSpace, SumOver, Times, in_order
 
 
 def instance(T: int):
@@ -98,6 +98,23 @@ def equal_scores_bound(d: Derivation, max_T: int = 5) -> None:
         ", margins ",
         Chain(in_order(h_o, -h_t), "=", in_order(1, m[t])),
     )
+    x_t, zz = matrix_symbol("x", "d", 1, "t"), matrix_symbol("z", "d", 1)
+    d.define(
+        Chain(Wmm, "in", RealSpace(symbol("d"), symbol("d"))),
+        ("the Att-SVM solution (THEORY section 3); ", W, " the attention weights."),
+    )
+    d.define((x_t, zz), ("token ", t, " and the query of one input."))
+    d.define(
+        (gx[t], sx[t]),
+        ("the score and the probability of token ", t, " of one input; with a first index ", i, ", of input ", i, "."),
+    )
+    d.define(Chain(h_t, "=", x_t.T * Wmm * zz), ("the logit of token ", t, " along ", Wmm, ", for one input."))
+    d.define(Dl, ("the score gap of the equal-scores assumption (of input ", i, " when indexed)."))
+    d.define(Chain(m[t], "=", in_order(h_o, -h_t, -1)), ("the slack of the margin of token ", t, "."))
+    d.define(*glossary.kronecker())
+    d.define(*glossary.covariance())
+    d.define(*glossary.loss())
+    d.define(*glossary.empirical_loss())
     d.premise(
         "hypotheses",
         Chain(gx[t], "=", in_order(gx[o], -Dl), where=Chain(in_order(h_o, -h_t), ">=", 1)),

@@ -19,7 +19,7 @@ from attsvm.symbolic import sums
 from attsvm.symbolic.checks import All, Equal, Symbolic
 from attsvm.symbolic.derivation import Derivation, derivation
 from attsvm.symbolic.notation import index, indexed, matrix_symbol, symbol
-from attsvm.symbolic.printer import Chain, Elem, Grad, Inner, Norm, SumOver, in_order
+from attsvm.symbolic.printer import Chain, Elem, Grad, Inner, Norm, RealSpace, SumOver, in_order
 
 # (T, d, selected sets O_i, 1-based) per instance
 INSTANCES = ((3, 2, ({1, 2},)), (3, 2, ({1, 2}, {1})), (3, 2, ({1, 2}, {2, 3})), (3, 3, ({1, 2}, {2, 3})))
@@ -188,6 +188,31 @@ def gensvm_kkt(dv: Derivation, full: bool = True) -> None:
         Chain(1, "<=", es, "<=", kS),
         ".",
     )
+    ii, tt, ta = sp.Symbol("i"), sp.Symbol("t"), sp.Symbol("tau")
+    xit, xitau = matrix_symbol("x", "d", 1, "i", "t"), matrix_symbol("x", "d", 1, "i", "tau")
+    zi = matrix_symbol("z", "d", 1, "i")
+    dv.define(
+        Chain((xit, zi), "in", RealSpace(d)), ("token ", tt, " and the query of input ", ii, " (THEORY section 1).")
+    )
+    dv.define(
+        Chain(Be, "=", in_order(xit, -xitau) * zi.T),
+        ("the matrix of equality ", es, ": both tokens ", tt, " and ", ta, " in the selected set of input ", ii, "."),
+    )
+    dv.define(
+        Chain(Aj, "=", in_order(xit, -xitau) * zi.T),
+        ("the matrix of inequality ", js, ": token ", tt, " selected, token ", ta, " not selected."),
+    )
+    dv.define((W, w[a, b]), "the attention weights, the variable of the program, and their entries.")
+    dv.define((lj, ne), ("the multipliers of inequality ", js, " and of equality ", es, "."))
+    dv.define(L, "the Lagrangian.")
+    st, stau = symbol("s", "t"), symbol("s", "tau")
+    dv.define(
+        (st, stau), ("the probabilities of the tokens ", tt, " and ", ta, " of an equality at the end of training.")
+    )
+    dv.define(
+        Chain(ce, "=", sp.log(st / stau)),
+        ("the logit gap that the finite part gives the two tokens of equality ", es, "."),
+    )
     dv.premise(
         "program",
         Chain(Inner(W, Be), "=", 0, where=Chain(Inner(W, Aj), ">=", 1)),
@@ -231,9 +256,7 @@ def gensvm_kkt(dv: Derivation, full: bool = True) -> None:
             Chain(GB * nuv, "=", cv),
             " with the Gram matrix ",
             Chain(symbol("G", "e", "e'"), "=", Inner(Be, matrix_symbol("B", "d", "d", "e'"))),
-            " of the equality matrices (independent, so the system is solvable; ",
-            Chain(ce, "=", sp.log(symbol("s", "t") / symbol("s", "tau"))),
-            ").",
+            " of the equality matrices (independent, so the system is solvable).",
         ),
         _finite_check(),
         evidence=All(

@@ -10,11 +10,11 @@ from __future__ import annotations
 import sympy as sp
 
 from attsvm.symbolic import builders as B
-from attsvm.symbolic import sums
+from attsvm.symbolic import glossary, sums
 from attsvm.symbolic.checks import All, Equal, Symbolic
 from attsvm.symbolic.derivation import Derivation, derivation
 from attsvm.symbolic.notation import index, indexed, matrix, matrix_symbol, symbol
-from attsvm.symbolic.printer import Chain, Cov, Diag, EllP, Grad, Inner, Mean, RealSpace, Times, in_order
+from attsvm.symbolic.printer import Chain, Cov, Diag, Elem, EllP, Grad, Inner, Mean, RealSpace, Times, in_order
 
 
 def _trace_cases(max_T: int, max_d: int):
@@ -106,6 +106,13 @@ def grad_covariance(d: Derivation, max_T: int = 4, max_d: int = 3) -> None:
         Chain(A, "in", RealSpace(dd, dd)),
         " is any direction.",
     )
+    d.define((Xi, x[i, t, j]), ("the tokens of input ", i, " as the rows of a matrix, and their entries."))
+    d.define((zi, z[i, k]), ("the query of input ", i, " and its entries."))
+    d.define((gi, g[i, t]), ("the scores of the tokens of input ", i, " (THEORY section 1)."))
+    d.define(Chain(a[i, t], "=", Elem(Xi * W * zi, t)), ("the logit of token ", t, " of input ", i, "."))
+    d.define(*glossary.loss())
+    d.define(*glossary.empirical_loss())
+    d.define(*glossary.covariance())
     d.premise(
         "closed form",
         Chain(
@@ -114,7 +121,7 @@ def grad_covariance(d: Derivation, max_T: int = 4, max_d: int = 3) -> None:
             Mean(EllP(symbol("u", "i")) * Xi.T * ri * zi.T, i, n),
             where=Chain(ri, "=", Ji * gi, "in", RealSpace(T)),
         ),
-        "derivation gradient (claim grad-closed-form).",
+        "derivation gradient, step {step:gradient/average} (claim grad-closed-form).",
     )
     d.step(
         "trace identity",
@@ -196,7 +203,7 @@ def grad_covariance(d: Derivation, max_T: int = 4, max_d: int = 3) -> None:
         "result",
         Chain(Inner(Grad(L, W), A), "=", Mean(Times(EllP(symbol("u", "i")), Cov(si, gi, Xi * A * zi)), i, n)),
         (
-            "combine the three steps, input by input; checked in one piece, with ",
+            "combine steps {step:closed-form} to {step:covariance-form}, input by input; checked in one piece, with ",
             lp[i],
             " standing for ",
             EllP(symbol("u", "i")),

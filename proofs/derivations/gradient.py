@@ -13,7 +13,7 @@ from __future__ import annotations
 import sympy as sp
 
 from attsvm.symbolic import builders as B
-from attsvm.symbolic import sums
+from attsvm.symbolic import glossary, sums
 from attsvm.symbolic.checks import All, Equal, Symbolic
 from attsvm.symbolic.derivation import Derivation, derivation
 from attsvm.symbolic.notation import index, indexed, matrix_symbol, symbol
@@ -161,6 +161,28 @@ def gradient(d: Derivation, max_T: int = 4, max_d: int = 3, average_d: int = 2) 
         sp.Tuple(n, T, dd),
         " in index notation.",
     )
+    d.define(
+        (Xi, xt, x[t, j]),
+        (
+            "the tokens of input ",
+            i,
+            " as the rows of a matrix; with the index ",
+            i,
+            " dropped, ",
+            xt.T,
+            " is row ",
+            t,
+            " and ",
+            x[t, j],
+            " its entry ",
+            j,
+            ".",
+        ),
+    )
+    d.define((W, w[j, k]), "the attention weights and their entries.")
+    d.define(*glossary.loss())
+    d.define(*glossary.softmax())
+    d.define(*glossary.kronecker())
     d.premise(
         "definitions",
         Chain(L, "=", Mean(Ell(gi.T * si), i, n), where=Chain(si, "=", Softmax(ai), "=", Softmax(Xi * W * zi))),
@@ -173,7 +195,7 @@ def gradient(d: Derivation, max_T: int = 4, max_d: int = 3, average_d: int = 2) 
             Chain(zi, "in", RealSpace(dd)),
             " and scores ",
             Chain(gi, "in", RealSpace(T)),
-            ". Steps 1 to 4 fix one input and drop its index ",
+            ". Steps {step:logits} to {step:matrix-form} fix one input and drop its index ",
             i,
             ": its loss is ",
             Ell(uu),
@@ -185,6 +207,7 @@ def gradient(d: Derivation, max_T: int = 4, max_d: int = 3, average_d: int = 2) 
             Chain(a[t], "=", logit_tex),
             ".",
         ),
+        label="definitions",
     )
     d.step(
         "logits are linear in W",
@@ -206,11 +229,12 @@ def gradient(d: Derivation, max_T: int = 4, max_d: int = 3, average_d: int = 2) 
         ),
         Symbolic(sp.diff(logit(t), w[j, k]), x[t, j] * z[k], [dd], method=sums.reducer(rng), what=general),
         evidence=All(_logit_cases(max_T, max_d), ("every entry, ",) + inst),
+        label="logits",
     )
     d.step(
         "softmax Jacobian",
         Chain(Partial(sx[t], a[tau]), "=", sx[t] * in_order(sp.KroneckerDelta(t, tau), -sx[tau])),
-        "the quotient rule (derivation softmax-jacobian, step 2).",
+        "the quotient rule (derivation softmax-jacobian, step {step:softmax-jacobian/jacobian}).",
         Symbolic(
             sp.diff(B.softmax_entry(a, t, u, T), a[tau]),
             B.softmax_entry(a, t, u, T) * (sp.KroneckerDelta(t, tau) - B.softmax_entry(a, tau, u, T)),
@@ -219,6 +243,7 @@ def gradient(d: Derivation, max_T: int = 4, max_d: int = 3, average_d: int = 2) 
             what=("index notation, for all ", Chain(1, "<=", sp.Tuple(t, tau), "<=", T)),
         ),
         evidence=All(_jacobian_cases(max_T), ("the full Jacobian matrix for every ", Chain(T, "<=", max_T))),
+        label="jacobian",
     )
     chain_rule = sp.Sum(
         Times(g[t], sx[t], in_order(sp.KroneckerDelta(t, tau), -sx[tau]), x[tau, j], z[k]), (tau, 1, T), (t, 1, T)
@@ -236,7 +261,8 @@ def gradient(d: Derivation, max_T: int = 4, max_d: int = 3, average_d: int = 2) 
         (
             "the chain rule through ",
             uu,
-            ", the probabilities and the logits, with steps 1 and 2; summing the Kronecker factor over ",
+            ", the probabilities and the logits, with steps {step:logits} and {step:jacobian}; summing the Kronecker "
+            "factor over ",
             tau,
             " and renaming the indices gives the second line. Sympy differentiates the loss written out in "
             "index notation directly.",
@@ -244,7 +270,10 @@ def gradient(d: Derivation, max_T: int = 4, max_d: int = 3, average_d: int = 2) 
         Symbolic(
             sp.diff(Ell(score()), w[j, k]), EllP(score()) * entry(), [T, dd], method=sums.reducer(rng), what=general
         ),
-        evidence=All(_entry_cases(max_T, max_d), ("every entry against the matrix form of step 4, ",) + inst),
+        evidence=All(
+            _entry_cases(max_T, max_d), ("every entry against the matrix form of step {step:matrix-form}, ",) + inst
+        ),
+        label="chain-rule",
     )
     mj, mk, mt, mtau = sp.symbols("j k t tau", integer=True, nonnegative=True)
     mat, written = _matrix_entry(T, dd, mj, mk, mt, mtau)
@@ -252,7 +281,8 @@ def gradient(d: Derivation, max_T: int = 4, max_d: int = 3, average_d: int = 2) 
         "matrix form",
         Chain(Elem(X.T * J * gv * zv.T, sp.Tuple(j, k)), "=", entry_tex),
         (
-            "the product of the matrices, entry by entry. With step 3 the gradient of the loss of one input is the ",
+            "the product of the matrices, entry by entry. With step {step:chain-rule} the gradient of the loss of one "
+            "input is the ",
             RealSpace(dd, dd),
             " matrix ",
             Chain(Grad(Ell(uu), W), "=", EllP(uu) * X.T * J * gv * zv.T),
@@ -265,6 +295,7 @@ def gradient(d: Derivation, max_T: int = 4, max_d: int = 3, average_d: int = 2) 
             method=sums.reducer({mj: (0, dd - 1), mk: (0, dd - 1)}),
             what=("the entry of the product as sympy expands it for symbolic shapes, numbered from 0",),
         ),
+        label="matrix-form",
     )
     d.step(
         "average over the inputs",
@@ -272,7 +303,7 @@ def gradient(d: Derivation, max_T: int = 4, max_d: int = 3, average_d: int = 2) 
         (
             "the derivative of an average is the average of the derivatives; checked entry by entry, with input ",
             i,
-            " written out as in step 3 (entries ",
+            " written out as in step {step:chain-rule} (entries ",
             x[i, t, j],
             ", ",
             z[i, k],
@@ -297,6 +328,7 @@ def gradient(d: Derivation, max_T: int = 4, max_d: int = 3, average_d: int = 2) 
                 ", with their own loss derivatives",
             ),
         ),
+        label="average",
     )
     r_t = symbol("r", "t")
     S = B.softmax_entry
@@ -316,7 +348,7 @@ def gradient(d: Derivation, max_T: int = 4, max_d: int = 3, average_d: int = 2) 
             "because the probabilities sum to one; this pairwise form avoids the cancellation of THEORY section 5. "
             "It is the factor of ",
             Times(x[t, j], z[k]),
-            " in step 3.",
+            " in step {step:chain-rule}.",
         ),
         Symbolic(
             S(a, t, u, T) * sp.Sum(S(a, tau, u, T) * (g[t] - g[tau]), (tau, 1, T)),
@@ -326,4 +358,5 @@ def gradient(d: Derivation, max_T: int = 4, max_d: int = 3, average_d: int = 2) 
             what=("index notation, for all ", Chain(1, "<=", t, "<=", T)),
         ),
         evidence=All(_pairwise_cases(max_T), ("every ", Chain(T, "<=", max_T))),
+        label="residual",
     )

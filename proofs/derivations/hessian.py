@@ -12,7 +12,7 @@ from __future__ import annotations
 import sympy as sp
 
 from attsvm.symbolic import builders as B
-from attsvm.symbolic import sums
+from attsvm.symbolic import glossary, sums
 from attsvm.symbolic.checks import All, Equal, Symbolic
 from attsvm.symbolic.derivation import Derivation, derivation
 from attsvm.symbolic.notation import index, indexed, matrix, matrix_symbol, symbol
@@ -105,6 +105,15 @@ def hessian(d: Derivation, max_T: int = 4, full: bool = True) -> None:
     general = ("index notation, at ", Chain(eps, "=", 0))
     inst = ("every ", Chain(T, "<=", max_T))
     third_tex = sp.Sum(Times(sx[t], in_order(g[t], -gb), in_order(h[t], -hb) ** 2), (t, 1, T))
+    d.define(
+        (X, zv, gv),
+        ("the tokens as rows, the query and the scores of one input; with an index ", i, ", those of input ", i, "."),
+    )
+    d.define(Chain(av, "=", X * W * zv), ("the logits of the input, with entries ", a[t], "."))
+    d.define(*glossary.softmax())
+    d.define(*glossary.covariance())
+    d.define(*glossary.loss(second=True))
+    d.define(*glossary.empirical_loss())
     d.premise(
         "a line through W",
         Chain(uu, "=", gv.T * Softmax(in_order(av, eps * hv)), where=Chain(hv, "=", X * A * zv, "in", RealSpace(T))),
@@ -127,6 +136,7 @@ def hessian(d: Derivation, max_T: int = 4, full: bool = True) -> None:
             ),
             ".",
         ),
+        label="line",
     )
     d.step(
         "first derivative",
@@ -134,6 +144,7 @@ def hessian(d: Derivation, max_T: int = 4, full: bool = True) -> None:
         ("softmax Jacobian (derivation softmax-jacobian) and the covariance form (derivation grad-covariance)."),
         Symbolic(sp.Subs(sp.Derivative(u_line, eps), eps, 0), cov_index, [T], method=sums.reducer(rng), what=general),
         evidence=All(_deriv_cases(max_T, 1), inst),
+        label="first-derivative",
     )
     d.step(
         "second derivative",
@@ -149,6 +160,7 @@ def hessian(d: Derivation, max_T: int = 4, full: bool = True) -> None:
             sp.Subs(sp.Derivative(u_line, (eps, 2)), eps, 0), third_index, [T], method=sums.reducer(rng), what=general
         ),
         evidence=All(_deriv_cases(max_T, 2), inst),
+        label="second-derivative",
     )
     d.step(
         "chain rule for the loss",
@@ -163,6 +175,7 @@ def hessian(d: Derivation, max_T: int = 4, full: bool = True) -> None:
             EllPP(f) * sp.diff(f, eps) ** 2 + EllP(f) * sp.diff(f, eps, 2),
             what="an identity of one variable, with the loss and the path undefined functions",
         ),
+        label="chain-rule",
     )
 
     # the whole quadratic form: input i written out, W + eps A in the logits
@@ -198,7 +211,7 @@ def hessian(d: Derivation, max_T: int = 4, full: bool = True) -> None:
             breaks=(2,),
         ),
         (
-            "steps 1 to 3 for each input ",
+            "steps {step:first-derivative} to {step:chain-rule} for each input ",
             i,
             ", with ",
             Chain(hi, "=", matrix_symbol("X", "T", "d", "i") * A * matrix_symbol("z", "d", 1, "i")),
@@ -226,4 +239,5 @@ def hessian(d: Derivation, max_T: int = 4, full: bool = True) -> None:
                 for x_ in (["; "] if n_ else []) + [Chain(T, "=", T_), ", ", Chain(dd, "=", d_)]
             ),
         ),
+        label="hessian",
     )

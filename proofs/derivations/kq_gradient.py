@@ -12,7 +12,7 @@ from __future__ import annotations
 import sympy as sp
 
 from attsvm.symbolic import builders as B
-from attsvm.symbolic import sums
+from attsvm.symbolic import glossary, sums
 from attsvm.symbolic.checks import All, Equal, Symbolic
 from attsvm.symbolic.derivation import Derivation, derivation
 from attsvm.symbolic.notation import index, indexed, matrix, matrix_symbol, symbol
@@ -86,13 +86,17 @@ def kq_gradient(d: Derivation, full: bool = True) -> None:
 
     score = sp.Sum(g[t] * soft(t), (t, 1, T))
 
-    def grad_w(jj, ll):  # [grad_W l(u)]_{jj,ll} from derivation gradient, steps 3 and 4
+    def grad_w(jj, ll):  # [grad_W l(u)]_{jj,ll}: derivation gradient, steps chain-rule and matrix-form
         mean = sp.Sum(soft(tau) * g[tau], (tau, 1, T))
         return EllP(score) * sp.Sum(x[t, jj] * soft(t) * (g[t] - mean) * z[ll], (t, 1, T))
 
     rng = {a: (1, dd), b: (1, m), j: (1, dd), l: (1, dd)}
     general = ("index notation, for every entry ", sp.Tuple(a, b))
     G, Gx = matrix_symbol("G", "d", "d"), indexed("G")
+    d.define(((K, kk[a, b]), (Q, qq[a, b])), "the key and query factors and their entries.")
+    d.define(*glossary.loss())
+    d.define(*glossary.empirical_loss())
+    d.define(*glossary.kronecker())
     d.premise(
         "parametrisation",
         Chain(W, "=", K * Q.T, where=Chain(sp.Tuple(K, Q), "in", RealSpace(dd, m))),
@@ -107,6 +111,7 @@ def kq_gradient(d: Derivation, full: bool = True) -> None:
             Chain(G, "=", Grad(Ell(uu), W), "in", RealSpace(dd, dd)),
             " (derivation gradient).",
         ),
+        label="parametrisation",
     )
     d.step(
         "entries of W",
@@ -120,6 +125,7 @@ def kq_gradient(d: Derivation, full: bool = True) -> None:
             what=general,
         ),
         evidence=All(_entry_cases(), _shapes_prose((dd, m), ((2, 1), (2, 2), (3, 2)))),
+        label="entries",
     )
     d.step(
         "chain rule for K",
@@ -136,10 +142,11 @@ def kq_gradient(d: Derivation, full: bool = True) -> None:
         (
             "the chain rule through the entries of ",
             W,
-            ", with step 1; so ",
+            ", with step {step:entries}; so ",
             Chain(Grad(L, K), "=", Grad(L, W) * Q, "in", RealSpace(dd, m)),
             ". Sympy differentiates the loss of one input written out in index notation and compares with the "
-            "entry of the gradient of derivation gradient (steps 3 and 4) times ",
+            "entry of the gradient of derivation gradient (steps {step:gradient/chain-rule} and "
+            "{step:gradient/matrix-form}) times ",
             Q,
             ".",
         ),
@@ -151,6 +158,7 @@ def kq_gradient(d: Derivation, full: bool = True) -> None:
             what=general,
         ),
         evidence=All(_cases("K", shapes), _shapes_prose((T, dd, m), shapes)),
+        label="chain-rule-k",
     )
     d.step(
         "chain rule for Q",
@@ -178,4 +186,5 @@ def kq_gradient(d: Derivation, full: bool = True) -> None:
             what=general,
         ),
         evidence=All(_cases("Q", shapes), _shapes_prose((T, dd, m), shapes)),
+        label="chain-rule-q",
     )

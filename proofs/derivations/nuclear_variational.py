@@ -87,6 +87,9 @@ def nuclear_variational(dv: Derivation) -> None:
     Uc, Vc, Sc, Sh, p = _svd()
     Kc, Qc = Uc * Sh, Vc * Sh
     Sr = lambda body: SumOver(body, rs)  # noqa: E731
+    dv.define((u_r, v_r), "the columns of the two orthogonal factors of the singular value decomposition.")
+    dv.define(S, ("the diagonal matrix of the singular values ", s_r, "."))
+    dv.define(symbol("p", "r"), ("the square root of the singular value ", s_r, " in the two by two example."))
     dv.premise(
         "singular value decomposition",
         Chain(W, "=", Um * S * Vm.T, where=Chain(Norm(W, "*"), "=", Sr(s_r))),

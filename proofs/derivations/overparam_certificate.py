@@ -9,7 +9,7 @@ import itertools
 import sympy as sp
 
 from attsvm.symbolic import builders as B
-from attsvm.symbolic import sums
+from attsvm.symbolic import glossary, sums
 from attsvm.symbolic.checks import All, Equal, Predicate, Symbolic, SymbolicNonneg
 from attsvm.symbolic.derivation import Derivation, derivation
 from attsvm.symbolic.notation import index, indexed, matrix_symbol, symbol
@@ -140,6 +140,24 @@ def overparam_certificate(d: Derivation, max_T: int = 4, full: bool = True) -> N
     x_it = matrix_symbol("x", "d", 1, "i", "t")
     s, g = matrix_symbol("s", "T", 1, "i"), matrix_symbol("gamma", "T", 1, "i")
     u = symbol("u", "i")
+    d.define((Z, z_i), ("the queries as the columns of a matrix; ", z_i, " is the query of input ", i, "."))
+    d.define(matrix_symbol("unit", "n", 1, "i"), ("the unit vector of coordinate ", i, "."))
+    d.define(symbol("Y", "i"), ("the label of input ", i, ", plus or minus one; ", v, " is the linear head."))
+    d.define(x_it, ("token ", t, " of input ", i, "."))
+    d.define(Chain(symbol("gamma", "i", "t"), "=", symbol("Y", "i") * v.T * x_it), ("the score of token ", t, "."))
+    d.define(s, ("the softmax probabilities of the tokens of input ", i, ", with entries ", symbol("s", "i", "t"), "."))
+    d.define(
+        (expo[index("t")], indexed("a")[index("t")]),
+        (
+            "the exponential of a logit and the logit, ",
+            Chain(expo[index("t")], "=", sp.exp(indexed("a")[index("t")])),
+            ".",
+        ),
+    )
+    d.define(*glossary.kronecker())
+    d.define(*glossary.variance())
+    d.define(*glossary.loss())
+    d.define(*glossary.empirical_loss())
     d.premise(
         "construction",
         Chain(

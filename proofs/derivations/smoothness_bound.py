@@ -12,7 +12,7 @@ from __future__ import annotations
 import sympy as sp
 
 from attsvm.symbolic import builders as B
-from attsvm.symbolic import sums
+from attsvm.symbolic import glossary, sums
 from attsvm.symbolic.checks import All, Nonneg, SymbolicNonneg
 from attsvm.symbolic.derivation import Derivation, derivation
 from attsvm.symbolic.notation import index, indexed, matrix_symbol, symbol
@@ -101,6 +101,21 @@ def smoothness_bound(d: Derivation, max_T: int = 4) -> None:
         return tsum(S(t) * f(t) ** 2, t) - tsum(S(t) * f(t), t) ** 2
 
     cov = tsum(S(t) * g[t] * h[t], t) - gbar * hbar
+    d.define(*glossary.loss(second=True))
+    d.define(*glossary.empirical_loss())
+    d.define((a[t], s), ("the logit of token ", t, " of one input, and the softmax probabilities."))
+    d.define(
+        ((gv, g[t]), (hv, h[t])),
+        ("two vectors of values and their entries: below, the scores and the directional logits ", X * A * z, "."),
+    )
+    d.define(
+        (symbol("gamma", "t"), symbol("gammabar")),
+        ("the score of token ", t, " (THEORY section 1) and the mean score under the probabilities."),
+    )
+    d.define(((vv, v[j]), (xv, x[j])), "the linear head and a token, and their entries.")
+    d.define(Chain(m[t], "=", in_order(G**2, -(g[t] ** 2))), "the slack of the bound on a squared value.")
+    d.define(*glossary.covariance())
+    d.define(*glossary.variance())
     d.premise(
         "Assumption A and the Hessian",
         Chain(sp.Abs(EllPP(uu)), "<=", M0, where=Chain(sp.Abs(EllP(uu)), "<=", M1)),

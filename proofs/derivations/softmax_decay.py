@@ -74,6 +74,35 @@ def softmax_decay(d: Derivation, max_T: int = 5) -> None:
     def S(v):
         return B.softmax_entry(a, v, u, T)
 
+    d.define(((xt, x[t, j]), (zv, z[k])), ("token ", t, " of an input and the query, and their entries."))
+    d.define(
+        (Chain(Wmm, "in", RealSpace(dd, dd)), wmm[j, k]),
+        ("the Att-SVM solution (THEORY section 3) and its entries; ", R, " is the norm of ", W, "."),
+    )
+    d.define(
+        delta,
+        ("the neighbour gap: a token that is not a support token has margin at least ", in_order(1, 2 * delta), "."),
+    )
+    d.define(
+        om[t],
+        (
+            "the slack of the probability ratio of token ",
+            t,
+            ": ",
+            Chain(sx[t] / sx[alpha], "=", kap / (1 + om[t])),
+            ".",
+        ),
+    )
+    d.define(
+        zeta,
+        (
+            "the sum of the probability ratios of the tokens other than ",
+            alpha,
+            ", so that ",
+            Chain(sx[alpha], "=", 1 / (1 + zeta)),
+            ".",
+        ),
+    )
     d.premise(
         "the ray and the margins",
         Chain(W, "=", R * rho * Wmm, where=Chain(rho, "=", 1 / Norm(Wmm, "F"))),
@@ -92,11 +121,12 @@ def softmax_decay(d: Derivation, max_T: int = 5) -> None:
             Chain(kap, "=", sp.exp(-R * rho)),
             ".",
         ),
+        label="ray",
     )
     d.step(
         "logit gaps are scaled margins",
         Chain(a[alpha] - a[t], "=", R * rho * Inner(Wmm, A)),
-        ("the logits are linear in ", W, " (derivation gradient, step 1)."),
+        ("the logits are linear in ", W, " (derivation gradient, step {step:gradient/logits})."),
         Symbolic(
             sp.Sum(x[alpha, j] * R * rho * wmm[j, k] * z[k], (k, 1, dd), (j, 1, dd))
             - sp.Sum(x[t, j] * R * rho * wmm[j, k] * z[k], (k, 1, dd), (j, 1, dd)),
@@ -109,6 +139,7 @@ def softmax_decay(d: Derivation, max_T: int = 5) -> None:
             ),
         ),
         evidence=Equal(_logit_gap().lhs, _logit_gap().rhs, what=("one input with ", Chain(dd, "=", 2), ", generic")),
+        label="logit-gaps",
     )
     d.step(
         "probability ratios",
@@ -143,6 +174,7 @@ def softmax_decay(d: Derivation, max_T: int = 5) -> None:
             ),
         ),
         evidence=_ratio(),
+        label="ratios",
     )
     d.step(
         "ratios decrease with the margin",
@@ -159,6 +191,7 @@ def softmax_decay(d: Derivation, max_T: int = 5) -> None:
             ".",
         ),
         _monotone(),
+        label="ratios-decrease",
     )
     ratio_sum = SumOver(sx[t] / sx[alpha], sp.Ne(t, alpha))
     d.step(
@@ -178,6 +211,7 @@ def softmax_decay(d: Derivation, max_T: int = 5) -> None:
             ),
         ),
         evidence=All(_cases("sum", max_T), inst),
+        label="mass-off",
     )
     s_sel = 1 / (1 + zeta)
     d.step(
@@ -192,11 +226,11 @@ def softmax_decay(d: Derivation, max_T: int = 5) -> None:
             Times(in_order(T, -1), sp.exp(-R * rho)),
         ),
         (
-            "step 4, then ",
+            "step {step:mass-off}, then ",
             Chain(sx[alpha], "<=", 1),
             " and every ratio is at most ",
             kap,
-            " by steps 2 and 3.",
+            " by steps {step:ratios} and {step:ratios-decrease}.",
         ),
         SymbolicNonneg(
             (T - 1) * kap - s_sel * sp.Sum(kap - om[t], (t, 2, T)),
@@ -215,4 +249,5 @@ def softmax_decay(d: Derivation, max_T: int = 5) -> None:
             ),
         ),
         evidence=All(_cases("bound", max_T), inst),
+        label="bound",
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sympy as sp
 
 from attsvm.symbolic import builders as B
-from attsvm.symbolic import sums
+from attsvm.symbolic import glossary, sums
 from attsvm.symbolic.checks import All, Equal, Nonneg, Symbolic, SymbolicNonneg
 from attsvm.symbolic.derivation import Derivation, derivation
 from attsvm.symbolic.notation import index, indexed, matrix_symbol, symbol
@@ -81,10 +81,16 @@ def softmax_jacobian(d: Derivation, max_T: int = 5) -> None:
         Chain(sx[t], "=", S(t)),
         ".",
     )
+    d.define(*glossary.softmax())
+    d.define(*glossary.kronecker())
+    d.define(*glossary.ones())
+    d.define(Chain(gv, "in", RealSpace(T)), ("a vector of values, with entries ", g[t], "."))
+    d.define(*glossary.variance(sv, gv))
     d.premise(
         "definition",
         Chain(sx[t], "=", S(t), where=Chain(1, "<=", t, "<=", T)),
         ("the softmax ", Chain(sv, "=", Softmax(av)), " of a vector of logits ", Chain(av, "in", RealSpace(T)), "."),
+        label="definition",
     )
     d.step(
         "Jacobian",
@@ -92,6 +98,7 @@ def softmax_jacobian(d: Derivation, max_T: int = 5) -> None:
         ("quotient rule; in matrix form the Jacobian is ", Chain(symbol("Jac"), "=", J), "."),
         Symbolic(sp.diff(S(t), a[tau]), Jac(t, tau), [T], method=sums.reducer(rng), what=general),
         evidence=All(_cases(max_T, "jacobian"), ("the full Jacobian matrix for ",) + inst),
+        label="jacobian",
     )
     d.step(
         "the all-ones vector is a null vector",
@@ -107,6 +114,7 @@ def softmax_jacobian(d: Derivation, max_T: int = 5) -> None:
         ),
         Symbolic(over_T(Jac(t, tau), t), 0, [T], method=sums.reducer(rng), what=general),
         evidence=All(_cases(max_T, "null"), inst),
+        label="null-vector",
     )
     d.step(
         "shift invariance",
@@ -128,6 +136,7 @@ def softmax_jacobian(d: Derivation, max_T: int = 5) -> None:
             what=("index notation, for all ", Chain(1, "<=", t, "<=", T)),
         ),
         evidence=All(_cases(max_T, "shift"), inst),
+        label="shift",
     )
     quad = sp.Sum(Times(g[t], sx[t], in_order(sp.KroneckerDelta(t, tau), -sx[tau]), g[tau]), (tau, 1, T), (t, 1, T))
     moments = in_order(sp.Sum(Times(sx[t], g[t] ** 2), (t, 1, T)), -(sp.Sum(Times(sx[t], g[t]), (t, 1, T)) ** 2))
@@ -145,6 +154,7 @@ def softmax_jacobian(d: Derivation, max_T: int = 5) -> None:
         ),
         Symbolic(over_T(g[t] * Jac(t, tau) * g[tau], t, tau), var_index, [T], method=sums.reducer(rng), what=general),
         evidence=All(_cases(max_T, "variance"), inst),
+        label="variance",
     )
     cert = sp.Rational(1, 2) * over_T(S(t) * S(tau) * (g[t] - g[tau]) ** 2, t, tau)
     d.step(
@@ -161,8 +171,9 @@ def softmax_jacobian(d: Derivation, max_T: int = 5) -> None:
             Chain(sp.Sum(sx[t], (t, 1, T)), "=", 1),
             ". So the Jacobian (symmetric, as both of its terms are) is positive semidefinite, with null vector ",
             ones,
-            " by step 2.",
+            " by step {step:null-vector}.",
         ),
         SymbolicNonneg(var_index, cert, [T], method=sums.reducer(rng), what=general),
         evidence=All(_cases(max_T, "psd"), inst),
+        label="psd",
     )
