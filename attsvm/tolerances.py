@@ -28,6 +28,9 @@ Keys
                                 times $\|v\|\max_t\|x_{it}\|$ is a near-tie (warned: rounding decides opt)
 ``trap_slope_rtol``             measured d log s / d||W|| of a trapped input vs the slope its SVM deficit predicts
 ``spec_rank``                   nsd spec: singular values <= this * sigma_1 are left out of U V^T (about sqrt(eps))
+
+A claim reads them as ``k.tol(name)`` (:meth:`attsvm.kit.Kit.tol`); docs/writing-claims.md lists every key with its
+values (a test keeps the list complete).
 """
 
 from __future__ import annotations

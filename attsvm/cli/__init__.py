@@ -6,8 +6,13 @@ only the standard library and numpy at import time (heavy imports go inside ``ru
 ``attsvm --help`` stays fast.
 
 Exit codes: 0 success; 1 a claim refuted, a program infeasible or a check failed; 2 bad input or
-usage. Errors are one line on stderr starting ``error:``; ``--debug``, before or after the subcommand, shows the
-traceback instead. ``--version`` prints ``attsvm X.Y.Z``.
+usage; 130 interrupted (Ctrl-C). Errors are one line on stderr starting ``error:``; ``--debug``, before or after
+the subcommand, shows the traceback instead, with the same exit code. ``--version`` prints ``attsvm X.Y.Z``.
+
+Warnings about the data (:class:`~attsvm.errors.NearTieWarning`, one ``warning:`` line each) are held until the
+command has accepted its input — it calls :func:`release_warnings` (``gd``: once the runs are done), or it ends —
+and printed only when it did not end in bad input (exit 2), before its ``error:`` line if any: a data set that is
+refused gets its ``error:`` line alone, never a warning about data that were not accepted.
 """
 
 from __future__ import annotations
@@ -15,12 +20,15 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import traceback
 import warnings
 from pathlib import Path
 
 from ..errors import AttsvmError
 
 SUBCOMMANDS = ("solve", "gd", "derive", "check", "reproduce")
+#: the data's warning lines held while a command runs (:func:`main`; None outside a command)
+_held: list[str] | None = None
 
 
 class _Parser(argparse.ArgumentParser):
@@ -80,30 +88,55 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help(sys.stderr)
         return 2
+    global _held
+    outer, _held = _held, []  # (main called from within a command, e.g. a test: restored below)
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
-            rc = args._run(args)
+            rc = int(args._run(args) or 0)
+        if rc != 2:
+            release_warnings()
+        return rc
     except AttsvmError as exc:
-        if args.debug:
-            raise
-        sys.stderr.write(f"error: {_one_line(exc)}\n")
+        if exc.exit_code != 2:
+            release_warnings()
+        if args.debug:  # the traceback instead of the line, the same exit code
+            traceback.print_exc()
+        else:
+            sys.stderr.write(f"error: {_one_line(exc)}\n")
         return exc.exit_code
     except KeyboardInterrupt:
+        release_warnings()
         sys.stderr.write("error: interrupted\n")
         return 130
     except BrokenPipeError:
         return 0
-    return int(rc or 0)
+    finally:
+        _held = outer
+
+
+def release_warnings() -> None:
+    """Print the data's warning lines held so far (module docstring): a command calls it once its input is
+    accepted; nothing outside a command."""
+    global _held
+    if _held:
+        sys.stderr.write("".join(_held))
+        sys.stderr.flush()
+        _held = []
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    """attsvm's own warnings (e.g. :class:`~attsvm.errors.NearTieWarning`) as one ``warning:`` line on stderr;
-    other libraries' warnings keep Python's format."""
+    """attsvm's own warnings as one ``warning:`` line on stderr — a :class:`~attsvm.errors.NearTieWarning` (about
+    the data) held while a command runs (:func:`release_warnings`); other libraries' warnings keep Python's
+    format."""
     from ..errors import NearTieWarning
 
     if issubclass(category, NearTieWarning) or "attsvm" in Path(str(filename)).parts:
-        sys.stderr.write(f"warning: {_one_line(message if isinstance(message, Warning) else Warning(message))}\n")
+        text = f"warning: {_one_line(message if isinstance(message, Warning) else Warning(message))}\n"
+        if _held is not None and issubclass(category, NearTieWarning):
+            _held.append(text)
+        else:
+            sys.stderr.write(text)
     else:
         sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
 

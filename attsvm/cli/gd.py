@@ -36,7 +36,10 @@ Exit 0 on success (an infeasible ``--target`` SVM included); 1 when some run sto
 is that of its last finite iterate, and one ``error:`` line names the runs, e.g. ``error: run 0: non-finite
 values at step 3 (parameters overflowed; lower --lr or rescale the data)``) or a ``--target`` SVM solve failed
 (the same line names those runs too); 2 on bad input, including data or settings whose scores,
-logits or parameters would leave float64 (one ``error:`` line naming the field and the bound).
+logits or parameters would leave float64 (one ``error:`` line naming the field and the bound) and a
+``--record-every`` trajectory that would not fit in memory (refused before anything runs: the estimate,
+:data:`OUTPUT_FACTOR` times :func:`attsvm.gd.engine.trajectory_bytes`, against
+:func:`attsvm.svm.budget.memory_limit`, with a ``--record-every`` that fits).
 """
 
 from __future__ import annotations
@@ -50,6 +53,10 @@ from typing import Any
 import numpy as np
 
 from .options import add_pool_options
+
+#: peak memory of a recorded run per byte of its recorded arrays: the arrays, the rows as Python lists and the JSON
+#: text (measured: ``attsvm gd --record-every 1`` grows by 7.5–9 times the arrays, 10–12 times with ``--json``)
+OUTPUT_FACTOR = 12
 
 EPILOG = """\
 algorithms (--algo; every one with --schedule constant lr_k = LR or rsqrt lr_k = LR/sqrt(k+1)):
@@ -246,7 +253,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         type=int,
         default=None,
         metavar="K",
-        help="record a trajectory every K steps into the JSON output (default: none)",
+        help="record a trajectory every K steps into the JSON output; a trajectory that would not fit in memory is "
+        "refused before the run, with the estimate (default: none)",
     )
     p.add_argument("--device", default="cpu", help="cpu | cuda | cuda:N (default: %(default)s)")
     p.add_argument("--dtype", choices=["float64", "float32"], default="float64", help="(default: %(default)s)")
@@ -448,6 +456,7 @@ def run(args: argparse.Namespace) -> int:
     from ..pool import Pool
     from ..progress import Progress, delay_from_env
     from ..selection import parse_alpha, selection_for
+    from . import release_warnings
 
     pool = Pool(args.workers, args.cluster)  # validates -n and --cluster; started below, before any work
     alpha = parse_alpha(args.alpha)
@@ -471,6 +480,12 @@ def run(args: argparse.Namespace) -> int:
     betas = _betas(args.adam_betas)
     if args.algo != "adam" and (betas != (0.9, 0.999) or args.adam_eps != 0.0):
         raise InputError("--adam-betas and --adam-eps apply to --algo adam only")
+    if args.record_every is not None:  # before anything is allocated or solved
+        from ..gd.engine import require_trajectory_memory, trajectory_bytes
+
+        nbytes = OUTPUT_FACTOR * trajectory_bytes(ds, args.steps, args.record_every, param=args.param, m=args.m)
+        what = "the recorded trajectory and its output"
+        require_trajectory_memory(nbytes, args.steps, args.record_every, option="--record-every", what=what)
     solver = None
     if args.target is not None:
         if args.param not in SVM_OF_PARAM:
@@ -485,41 +500,44 @@ def run(args: argparse.Namespace) -> int:
     prog = Progress("gd", enabled=not args.quiet, delay=delay_from_env(), min_interval=0.2, eta=True)
     B = ds.batch_size or 1
     stage = f"{B} run{'s' if B != 1 else ''}, steps"
-    with pool:  # a cluster is reached (or refused) before the SVM solves and the runs
-        if solver is not None:
-            for b in range(B):
-                prog.update("SVM solves (target)", b, B)
-                solver.get(b, tflat[b])
-            prog.update("SVM solves (target)", B, B)
-        res = run_sharded(
-            ds,
-            pool,
-            on_shard=lambda done, total: prog.update(f"{B} runs in {total} shards", done, total),
-            param=args.param,
-            algo=args.algo,
-            lr=_lr(args.lr),
-            steps=args.steps,
-            q=args.q,
-            m=args.m,
-            ridge=args.ridge,
-            normalize=args.normalize,
-            grad_eps=args.grad_eps,
-            norm=args.norm,
-            schedule=args.schedule,
-            adam_betas=betas,
-            adam_eps=args.adam_eps,
-            loss=args.loss,
-            init=_init(args.init, args.param),
-            init_scale=args.init_scale,
-            seed=args.seed,
-            record_every=args.record_every,
-            device=args.device,
-            dtype=args.dtype,
-            threads=args.threads,
-            kernel=args.kernel,
-            progress=lambda k, total: prog.update(stage, k, total),
-        )
-    prog.close()
+    try:
+        with pool:  # a cluster is reached (or refused) before the SVM solves and the runs
+            if solver is not None:
+                for b in range(B):
+                    prog.update("SVM solves (target)", b, B)
+                    solver.get(b, tflat[b])
+                prog.update("SVM solves (target)", B, B)
+            res = run_sharded(
+                ds,
+                pool,
+                on_shard=lambda done, total: prog.update(f"{B} runs in {total} shards", done, total),
+                param=args.param,
+                algo=args.algo,
+                lr=_lr(args.lr),
+                steps=args.steps,
+                q=args.q,
+                m=args.m,
+                ridge=args.ridge,
+                normalize=args.normalize,
+                grad_eps=args.grad_eps,
+                norm=args.norm,
+                schedule=args.schedule,
+                adam_betas=betas,
+                adam_eps=args.adam_eps,
+                loss=args.loss,
+                init=_init(args.init, args.param),
+                init_scale=args.init_scale,
+                seed=args.seed,
+                record_every=args.record_every,
+                device=args.device,
+                dtype=args.dtype,
+                threads=args.threads,
+                kernel=args.kernel,
+                progress=prog.stage(stage),  # also shows the first compilation of the fused kernel (no ETA then)
+            )
+    finally:
+        prog.close()  # also on an error or Ctrl-C: no display timer left behind
+    release_warnings()  # the data were accepted: their warnings (a near-tie) come before the output
     target = None
     if args.alpha is not None:
         sel = np.asarray(ds.flat().alpha)

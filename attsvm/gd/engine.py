@@ -219,6 +219,59 @@ def lr_of(lr: Any, B: int, ds: Any, loss: str) -> np.ndarray:
     return arr
 
 
+def trajectory_bytes(
+    ds: Any,
+    steps: int,
+    record_every: int | None,
+    *,
+    param: str = "W",
+    m: int | None = None,
+    targets: int = 0,
+    record_params: bool = False,
+) -> int:
+    r"""Bytes of the trajectory :func:`run` records for ``ds`` (B data sets of N flat rows, tokens of dimension d):
+    $R=\lfloor\text{steps}/\text{record\_every}\rfloor+1$ rows (:class:`~attsvm.gd.trajectory.Recorder`), each
+    the step (int64) and per data set ``loss``, ``norm`` and one ``corr:NAME`` per target (float64), per flat row
+    ``selection`` (int64), ``max_softmax`` (float64) and ``stuck`` (bool), and with ``record_params`` the parameters
+    (float64; $W$ too for ``KQ`` and ``diag``; ``m`` the width of ``KQ``). Exact for a float64 run that no stop
+    rule ends early (tested), an upper bound otherwise; 0 without ``record_every``."""
+    if record_every is None:
+        return 0
+    f = ds.flat()
+    B = int(f.X.shape[0]) if ds.batched else 1
+    N, d = int(f.X.shape[-3]), int(f.X.shape[-1])
+    per_set = 8 * (2 + int(targets)) + N * (8 + 8 + 1)
+    if record_params:
+        shapes = [a.shape[1:] for a in initial_params(param, "zero", 1, d, d if m is None else int(m)).values()]
+        shapes += [(d, d)] if param in ("KQ", "diag") else []
+        per_set += 8 * sum(int(np.prod(s)) for s in shapes)
+    return (int(steps) // int(record_every) + 1) * (8 + B * per_set)
+
+
+def require_trajectory_memory(
+    nbytes: float, steps: int, record_every: int, option: str = "record_every", what: str = "the recorded trajectory"
+) -> None:
+    """Refuse (:class:`~attsvm.errors.InputError`, exit 2 at the CLI) a trajectory of ``nbytes``
+    (:func:`trajectory_bytes`) that would not fit in memory, before anything is allocated: the limit is
+    :func:`attsvm.svm.budget.memory_limit` (physical memory, or ``ATTSVM_MEMORY_BYTES``), and the one-line message
+    gives the estimate, the limit and a power of ten for ``option`` (``record_every`` / ``--record-every``) whose
+    trajectory fits in half of it."""
+    from ..svm.budget import human, memory_limit, require
+
+    rows = int(steps) // int(record_every) + 1
+    try:
+        require(nbytes, f"{what} ({rows} rows: every {record_every} of {steps} steps)")
+    except InputError as exc:
+        limit = memory_limit() or 0
+        fix = f"record fewer rows (a larger {option}) or take fewer steps"
+        for every in (10**j for j in range(1, 20)):
+            keep = int(steps) // every + 1
+            if every > record_every and keep * nbytes / rows <= limit / 2:
+                fix = f"record fewer rows: {option} {every} keeps {keep} rows, about {human(keep * nbytes / rows)}"
+                break
+        raise InputError(f"{exc}; {fix}") from None
+
+
 def targets_of(targets: dict | None, param: str, B: int, d: int) -> dict[str, np.ndarray]:
     """Validated targets, (B, ...) each (for the ``corr:`` records and the ``target_corr`` rule)."""
     if not targets:
@@ -410,10 +463,15 @@ def run(
     ``threads``: CPU threads during the run (default 1: one thread per process is fastest on a shared machine;
     torch's setting is restored afterwards, the fused kernel runs contiguous groups of data sets on Python
     threads). ``progress``: called as ``progress(k, steps)`` with $k$ updates done, before update $k+1$: the torch
-    kernel calls it for $k=0,1,\dots$, the fused kernel at $k=0$, every 1/:data:`~attsvm.gd.fused.PROGRESS_PARTS`
-    of the run and at the record steps; the last call has ``k == steps``, or a smaller $k$ when every data set
-    stopped earlier. It receives Python integers only and cannot change the iterates. ``kernel``: :data:`KERNELS`
-    (module docstring, "Kernels"); ``"fused"`` for a run the fused kernel does not compute is an error."""
+    kernel calls it for $k=0,1,\dots$, the fused kernel at $k=0$, after every stretch of steps it runs in compiled
+    code (about :data:`~attsvm.gd.fused.STRETCH_SECONDS` each, at most 1/:data:`~attsvm.gd.fused.PROGRESS_PARTS` of
+    the run) and at the record steps; the last call has ``k == steps``, or a smaller $k$ when every data set
+    stopped earlier. It receives Python integers only and cannot change the iterates; an object that also has a
+    method ``wait(text)`` is told when the fused kernel is compiled first (:func:`attsvm.gd.fused.run_fused`).
+    ``kernel``: :data:`KERNELS` (module docstring, "Kernels"); ``"fused"`` for a run the fused kernel does not
+    compute is an error. A recorded trajectory that would not fit in memory (:func:`trajectory_bytes`) is refused
+    before anything is allocated (:func:`require_trajectory_memory`: :class:`~attsvm.errors.InputError` with the
+    estimate and a ``record_every`` that fits)."""
     if threads is not None and (int(threads) != threads or threads < 1):
         raise InputError(f"threads must be a positive integer, got {threads!r}")
     if kernel not in KERNELS:
@@ -423,6 +481,13 @@ def run(
         ds, param, algo, lr, steps, q, m, ridge, normalize, grad_eps, norm, schedule, adam_betas, adam_eps, loss, head,
         init, init_scale, seed, record_every, targets, stop_corr, device, dtype, record_params, progress,
     )  # fmt: skip
+    if job.record_every is not None:  # before anything is allocated
+        width = int(job.init["K"].shape[-1]) if "K" in job.init else None
+        nbytes = trajectory_bytes(
+            ds, job.steps, job.record_every, param=job.param, m=width, targets=len(job.targets),
+            record_params=job.record_params,
+        )  # fmt: skip
+        require_trajectory_memory(nbytes, job.steps, job.record_every)
     fused = fused_applies(job)
     if kernel == "fused" and not fused:
         raise InputError(

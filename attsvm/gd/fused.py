@@ -63,8 +63,14 @@ from .engine import FUSED_LOSSES, NONFINITE, STOP_REASONS, GDResult, Job
 
 #: data sets per group: the innermost (SIMD) axis of every array of the kernel
 LANES = 32  # (a batch of fewer data sets is one group of that many lanes: no padded work)
-#: the progress callback is called at every 1/PROGRESS_PARTS of the run (and at the record steps)
+#: the progress callback is called at least every 1/PROGRESS_PARTS of the run (and at the record steps)
 PROGRESS_PARTS = 100
+#: seconds of steps the kernel runs before it returns to Python (where a Ctrl-C is noticed and progress reported):
+#: the length of each stretch of steps is measured on the previous ones (:class:`Stretches`)
+STRETCH_SECONDS = 0.1
+#: what :func:`run_fused` tells a progress object with a ``wait(text)`` method while the kernel is compiled (about 15 s,
+#: once per install) or loaded from numba's cache (a fraction of a second: a display with a delay never shows it then)
+COMPILING = "compiling or loading the GD kernel (compiling: about 15 s, once per install)"
 #: the losses the kernel evaluates (:data:`~attsvm.gd.engine.FUSED_LOSSES`), by code (``log|l'(u)|``: logistic
 #: ``-softplus(u)``, exponential ``-u``, correlation 0, nll ``-log u``)
 LOSS_CODES = {name: code for code, name in enumerate(FUSED_LOSSES)}
@@ -747,6 +753,35 @@ class State:
         return from_lanes(self.logs, self.B), from_lanes(self.u, self.B)
 
 
+def kernel_ready() -> bool:
+    """Whether this process holds the kernel's machine code already (compiled, or loaded from numba's cache in
+    :func:`cache_dir`); before the first fused run of a process the first calls compile or load it."""
+    return bool(_initial_codes.signatures) and bool(_groups.signatures)
+
+
+class Stretches:
+    r"""The lengths of the stretches of steps :func:`run_fused` hands to the compiled kernel between returns to
+    Python, where a Ctrl-C is noticed and the progress reported: about ``seconds`` (:data:`STRETCH_SECONDS`) of
+    work each, by the time per step measured on the previous stretches — the first is one step, and a stretch is
+    at most 4 times the longest before it (a first stretch that compiled the kernel, or a slow one, does not make
+    the next one long). Only the lengths depend on the clock: :meth:`State.advance` over $[k_0,k_1)$ and then
+    $[k_1,k_2)$ computes what it computes over $[k_0,k_2)$, bit for bit (tested), so the iterates do not depend on
+    them."""
+
+    def __init__(self, seconds: float | None = None) -> None:
+        self.seconds = float(STRETCH_SECONDS if seconds is None else seconds)
+        self.length = 1  # the next stretch's length
+        self._longest = 1
+
+    def took(self, steps: int, seconds: float) -> None:
+        """Record that ``steps`` steps took ``seconds``; sets :attr:`length` for the next stretch."""
+        if steps <= 0:
+            return
+        self._longest = max(self._longest, int(steps))
+        fit = self.seconds * steps / seconds if seconds > 0 else math.inf
+        self.length = int(max(1, min(fit, 4 * self._longest)))
+
+
 def summaries_np(logs: np.ndarray, opt: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r"""``(selection, max_softmax, stuck)`` of a log-softmax (B,N,T) in numpy: the same definitions as
     :func:`attsvm.gd.trajectory.summaries` (stuck: the selection is not ``opt`` and
@@ -764,8 +799,15 @@ def summaries_np(logs: np.ndarray, opt: np.ndarray) -> tuple[np.ndarray, np.ndar
 def run_fused(job: Job, threads: int, progress: Callable[[int, int], None] | None, t0: float) -> GDResult:
     """:func:`attsvm.gd.run` of a validated ``job`` on the fused kernel (``threads`` Python threads); records
     (the torch summaries at the record steps, :class:`attsvm.gd.loop.TorchRecords`; the final fields are then the
-    recorder's too) and the progress callback at segment boundaries — the iterates do not depend on either."""
+    recorder's too) and the progress callback at segment boundaries — the iterates do not depend on either. The
+    kernel returns to Python after every stretch of about :data:`STRETCH_SECONDS` of steps (:class:`Stretches`),
+    so a Ctrl-C stops a run of any length within a fraction of a second, and the progress callback is called
+    there too (at least every 1/:data:`PROGRESS_PARTS` of the run). A ``progress`` object with a method
+    ``wait(text)`` is told :data:`COMPILING` before the first calls of a process that has not the kernel's code
+    yet (:func:`kernel_ready`), so that a display shows that instead of an estimate of the time left."""
     job.check_ranges()
+    if progress is not None and not kernel_ready() and callable(getattr(progress, "wait", None)):
+        progress.wait(COMPILING)  # type: ignore[attr-defined]
     ds, steps = job.ds, job.steps
     f = ds.flat()
     lead = (lambda a: np.asarray(a)) if ds.batched else (lambda a: np.asarray(a)[None])  # noqa: E731
@@ -793,6 +835,7 @@ def run_fused(job: Job, threads: int, progress: Callable[[int, int], None] | Non
         rec = TorchRecords(job)
     every = job.record_every
     part = max(1, -(-steps // PROGRESS_PARTS))
+    stretch = Stretches()
 
     def boundary(k: int) -> None:
         if progress is not None:
@@ -803,13 +846,15 @@ def run_fused(job: Job, threads: int, progress: Callable[[int, int], None] | Non
     k = 0
     while True:
         boundary(k)
-        nxt = steps
+        nxt = min(steps, k + stretch.length)
         if every is not None:
             nxt = min(nxt, (k // every + 1) * every)
         if progress is not None:
             nxt = min(nxt, (k // part + 1) * part)
         nxt = max(nxt, k)
+        t = time.perf_counter()
         st.advance(k, nxt, threads)
+        stretch.took(nxt - k, time.perf_counter() - t)
         if k == steps:
             break
         if not st.any_active():

@@ -26,7 +26,7 @@ import numpy as np
 from ..data import subset
 from ..errors import InputError
 from ..pool import Pool
-from .engine import GDResult, run
+from .engine import GDResult, require_trajectory_memory, run, trajectory_bytes
 from .init import PARAMS, initial_params
 
 
@@ -155,6 +155,8 @@ def run_sharded(
     t0 = time.perf_counter()
     if shards is not None and (isinstance(shards, bool) or not isinstance(shards, int) or shards < 1):
         raise InputError(f"shards must be a positive integer, got {shards!r}")
+    if min(pool.size if shards is None else shards, getattr(ds, "batch_size", None) or 1) > 1:
+        _require_memory(ds, kwargs)  # outside the try: the whole batch alone might fit, but not twice
     try:
         jobs = plan(ds, pool.size if shards is None else shards, **kwargs)
         if len(jobs) == 1:
@@ -170,6 +172,25 @@ def run_sharded(
     except InputError:
         return run(ds, **kwargs)  # raises the whole batch's error (or, if none, is the whole run)
     return replace(combine(parts, jobs), seconds=time.perf_counter() - t0)
+
+
+def _require_memory(ds: Any, kwargs: dict[str, Any]) -> None:
+    """Refuse (:func:`~attsvm.gd.engine.require_trajectory_memory`) a sharded run whose trajectories, the shards'
+    and their concatenation (twice the whole batch's), would not fit in memory; malformed arguments are left to
+    :func:`run` to report."""
+    steps, every, m = kwargs.get("steps", 2000), kwargs.get("record_every"), kwargs.get("m")
+    count = lambda x: isinstance(x, int | np.integer) and not isinstance(x, bool) and x >= 1  # noqa: E731
+    targets = kwargs.get("targets") or {}
+    param = kwargs.get("param", "W")
+    if not (count(steps) and count(every) and (m is None or count(m)) and isinstance(targets, dict)):
+        return
+    if param not in PARAMS:
+        return
+    nbytes = trajectory_bytes(
+        ds, int(steps), int(every), param=param, m=None if m is None else int(m),
+        targets=len(targets), record_params=bool(kwargs.get("record_params", False)),
+    )  # fmt: skip
+    require_trajectory_memory(2 * nbytes, int(steps), int(every), what="the shards' recorded trajectories, merged")
 
 
 def merge(parts: list[GDResult], trajectory: dict[str, np.ndarray] | None = None) -> GDResult:
