@@ -35,6 +35,14 @@ the ambient precision, which the automatic confirmation sets (``with k.context()
 only wider, never wrong. A comparison of balls is True only when it holds for every member (``a < b`` and
 ``a >= b`` are both False when the balls overlap).
 
+**Gradients over a box.** The ball helpers also take :class:`attsvm.ball.jet.Jet` entries (a ball with the
+enclosure of its gradient over a box of parameters, :func:`attsvm.ball.jet.variables`) and return jets: the
+same conclusion then gives an enclosure of its margin *and* of the margin's gradient on the box (the prover's
+mean-value form). The elementwise functions, ``logsumexp``, ``min``/``max``, ``norm``, ``corr``, the model
+(``logits`` ... ``hessian_W``, ``margins``) and the arithmetic between results differentiate; the decompositions
+(``svd``, singular values and the norms built on them, ``inv``, ``solve``, ``det``, ``eigvalsh``, ``projector``) and
+``gd`` raise ``TypeError`` on jets rather than drop their gradient.
+
 **Strict kits (no bypass).** The automatic confirmation uses *strict* confirming kits (``Kit(..., strict=True)``):
 there ``k.array`` and ``k.scalar`` reject a Python / numpy float that looks *computed* rather than written — one
 whose shortest repr has more than :data:`STRICT_DIGITS` (12) significant digits, such as ``1 - 0.1*3``
@@ -351,7 +359,8 @@ class Kit:
         arr = self._conv(a)
         if not self.ball:
             return getattr(np, how)(arr, axis=axis)
-        op = np.frompyfunc(lambda x, y: getattr(x, how)(y), 2, 1)
+        extremum = _ball().numbers.extremum
+        op = np.frompyfunc(lambda x, y: extremum(how, x, y), 2, 1)
         with self.context():
             return op.reduce(arr.ravel() if axis is None else arr, axis=0 if axis is None else axis)
 
@@ -851,6 +860,8 @@ class Kit:
         if q is not None or algo not in bg.ALGOS:
             raise Undecidable(f"the ball GD replay covers {bg.ALGOS} (nsd in {bg.NSD_NORMS}), not {algo!r}")
         kq = K0 is not None
+        if any(_ball().numbers.has_jets(a) for a in (W0, K0, Q0, lr)):
+            raise TypeError("the ball GD replay does not differentiate: give it plain balls or numbers, not jets")
         init = (
             {"K": self._conv(K0), "Q": self._conv(Q0)}
             if kq
@@ -922,8 +933,12 @@ def is_high_precision(x: Any) -> bool:
 
 
 def is_ball(x: Any) -> bool:
-    """Whether ``x`` (a margin) was computed by the ball kit (a python-flint ``arb``)."""
-    return type(x).__name__ == "arb" and type(x).__module__.startswith("flint")
+    """Whether ``x`` (a margin) was computed by the ball kit (a python-flint ``arb``, or an
+    :class:`attsvm.ball.jet.Jet`: a ball with its gradient over a box)."""
+    t = type(x)
+    return (t.__name__ == "arb" and t.__module__.startswith("flint")) or (
+        t.__name__ == "Jet" and t.__module__ == "attsvm.ball.jet"
+    )
 
 
 __all__ = [

@@ -1065,8 +1065,17 @@ def relu_head(d: int | tuple[int, int]):
 
 def split_hypotheses(hypotheses: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
     """``(strategy name, its parameters)`` of a claim's hypotheses, validated (no ``data``: ``(None, {})``, and
-    then any other key is an error)."""
+    then any other key is an error). ``region`` (the region a region statement quantifies over,
+    :meth:`attsvm.claims.case.Case.param`) is not the strategy's: it is checked to be a region spec and left out."""
     h = dict(hypotheses)
+    region = h.pop("region", None)
+    if region is not None:
+        from .prove.regions import KINDS
+
+        kind = str(region).split(":", 1)[0].strip()
+        if not isinstance(region, str) or kind not in KINDS:
+            kinds = ", ".join(KINDS)
+            raise InputError(f"hypotheses: region {region!r} is not a region spec (KIND:ARGS, KIND one of {kinds})")
     name = h.pop("data", None)
     if name is None:
         if h:

@@ -17,20 +17,26 @@ Mirrors :mod:`attsvm.highprec` (which is 50-digit mpmath, not rigorous)::
   values, the row-space projector (exact rationals);
 * :mod:`.model` — logits, softmax, $u$, losses, $\nabla_W$, $\nabla_{(K,Q)}$, the analytic Hessian, $L_W$,
   margins;
+* :mod:`.jet` — forward-mode differentiation: a :class:`~.jet.Jet` encloses a function and its gradient over a
+  box (:func:`~.jet.variables`); the helpers above take jets wherever they take balls (not the decompositions or
+  GD), and :func:`~.jet.lower_bound` is the centred mean-value form of the branch-and-bound prover;
 * :mod:`.gd` — :func:`~.gd.replay`: ``gd`` / ``ngd`` on $W$ and $(K,Q)$, ``nsd`` in ``fro`` / ``linf`` / ``l1``
   on $W$, by the centred (mean-value) form, with every decision proved and the radii watched.
 """
 
-from . import gd, linalg, model, numbers
+from . import gd, jet, linalg, model, numbers
 from .gd import RAD_LIMIT, BallRun, replay
+from .jet import Jet
 from .numbers import PREC, is_ball, to_arb, workprec
 
 __all__ = [
     "PREC",
     "RAD_LIMIT",
     "BallRun",
+    "Jet",
     "gd",
     "is_ball",
+    "jet",
     "linalg",
     "model",
     "numbers",

@@ -1,7 +1,8 @@
 r"""Small dense linear algebra in ball arithmetic: every result *encloses* the exact value for every matrix in the
 input balls, or the function raises :class:`attsvm.kit.Undecidable`.
 
-* $\|A\|_F=\sqrt{\sum_{jk}A_{jk}^2}$, $\langle A,B\rangle$, $\mathrm{corr}(A,B)=\langle A,B\rangle/(\|A\|_F\|B\|_F)$;
+* $\|A\|_F=\sqrt{\sum_{jk}A_{jk}^2}$, $\langle A,B\rangle$, $\mathrm{corr}(A,B)=\langle A,B\rangle/(\|A\|_F\|B\|_F)$
+  (these three also differentiate :class:`~attsvm.ball.jet.Jet` entries; the rest refuse jets: ``TypeError``);
 * ``inv``, ``solve``, ``det``: arb's ``arb_mat`` (Gaussian elimination with certified pivots; *Undecidable* when
   it cannot prove the matrix invertible);
 * eigenvalues of the symmetric part $S=(A+A^\top)/2$ (:func:`eigvalsh`) and singular values
@@ -35,7 +36,7 @@ import numpy as np
 from flint import acb_mat, arb, arb_mat, fmpq, fmpq_mat
 
 from ..kit import Undecidable
-from .numbers import arbs, mid_mpf, to_arb, vec, workprec
+from .numbers import arbs, has_jets, mid_mpf, to_arb, vec, workprec
 
 __all__ = [
     "inner",
@@ -57,7 +58,12 @@ def _digits(prec: int) -> int:
 
 
 def _matrix(A: Any) -> np.ndarray:
+    """``A`` as a matrix of plain balls (the decompositions go through mpmath midpoints and ``arb_mat``: a jet would
+    lose its gradient, so it is refused)."""
     M = arbs(A)
+    if has_jets(M):
+        raise TypeError("the ball decompositions (inv, solve, det, eigenvalues, singular values, svd, projector) do "
+                        "not differentiate: give them plain balls, not jets")  # fmt: skip
     if M.ndim != 2:
         raise ValueError(f"expected a matrix, got shape {M.shape}")
     return M

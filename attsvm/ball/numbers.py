@@ -8,6 +8,11 @@ an ``mpmath.mpf`` is $(-1)^s\,m\,2^e$ with its mantissa and exponent (exact), a 
 with a power-of-two denominator is exact, any other rational becomes the ball of radius $\le2^{-\mathrm{prec}}|p/q|$
 around it.
 
+A :class:`~attsvm.ball.jet.Jet` (a ball with the enclosure of its gradient over a box, :mod:`.jet`) passes
+:func:`to_arb` unchanged and has the methods used here (``mid``, ``exp``, ``log1p``, ...), so :func:`elementwise`,
+:func:`lse`, :func:`logsumexp`, :func:`extremum`, :mod:`.model` and :mod:`.linalg`'s norms and inner products
+differentiate jet arguments (:func:`mid_mpf` / :func:`mid_float` give a jet's midpoint, without gradient).
+
 Arithmetic on ``arb`` runs at the global precision ``flint.ctx.prec`` (bits): :func:`workprec` sets it for a block
 and restores it. Comparisons of balls are *certain*: ``a < b`` is True only when every member of ``a`` is below
 every member of ``b``; ``a < b`` and ``a >= b`` are both False when the balls overlap (undecided).
@@ -29,6 +34,8 @@ import mpmath
 import numpy as np
 from flint import arb, ctx, fmpq, fmpz
 
+from .jet import Jet
+
 #: the ball kit's default working precision (bits)
 PREC = 256
 
@@ -37,12 +44,14 @@ __all__ = [
     "ELEMENTWISE",
     "workprec",
     "is_ball",
+    "has_jets",
     "to_arb",
     "arbs",
     "vec",
     "mid_mpf",
     "mid_float",
     "elementwise",
+    "extremum",
     "lse",
     "logsumexp",
 ]
@@ -63,8 +72,18 @@ def workprec(prec: int):
 
 
 def is_ball(x: Any) -> bool:
-    """Whether ``x`` is a python-flint ``arb``."""
-    return isinstance(x, arb)
+    """Whether ``x`` is a value of the ball kit: a python-flint ``arb`` or a :class:`~attsvm.ball.jet.Jet` (a ball
+    with its gradient)."""
+    return isinstance(x, (arb, Jet))
+
+
+def has_jets(a: Any) -> bool:
+    """Whether ``a`` (a number or an array) is or holds a :class:`~attsvm.ball.jet.Jet`."""
+    if isinstance(a, Jet):
+        return True
+    if isinstance(a, (list, tuple)):
+        a = np.asarray(a, dtype=object)
+    return isinstance(a, np.ndarray) and a.dtype == object and any(isinstance(x, Jet) for x in a.ravel())
 
 
 def _rational(f: Fraction) -> arb:
@@ -74,9 +93,10 @@ def _rational(f: Fraction) -> arb:
     return arb(fmpq(f.numerator, den))  # the ball around p/q at the working precision
 
 
-def to_arb(x: Any) -> arb:
-    """``x`` as a ball, exactly when ``x`` is a binary number (module docstring); an ``arb`` stays as it is."""
-    if isinstance(x, arb):
+def to_arb(x: Any) -> arb | Jet:
+    """``x`` as a ball, exactly when ``x`` is a binary number (module docstring); an ``arb`` or a
+    :class:`~attsvm.ball.jet.Jet` stays as it is (so the kit's helpers differentiate jet arguments)."""
+    if isinstance(x, (arb, Jet)):
         return x
     if isinstance(x, (bool, np.bool_)):
         return arb(int(x))
@@ -156,6 +176,16 @@ def elementwise(name: str, a: Any, prec: int) -> Any:
         for idx, x in np.ndenumerate(arr):
             out[idx] = getattr(x, name)()
         return out
+
+
+def extremum(how: str, x: Any, y: Any) -> Any:
+    r"""$\min(x,y)$ (``how="min"``) or $\max(x,y)$ of two balls or jets, enclosed (arb's / the jet's ``min`` /
+    ``max``; symmetric, so a plain ball meets a jet through the jet's method; numbers taken as :func:`to_arb`)."""
+    if how not in ("min", "max"):
+        raise ValueError(f"extremum: how must be 'min' or 'max', got {how!r}")
+    if isinstance(y, Jet) and not isinstance(x, Jet):
+        x, y = y, x
+    return getattr(to_arb(x), how)(y if isinstance(y, Jet) else to_arb(y))
 
 
 def lse(row: list) -> arb:

@@ -47,6 +47,26 @@ import numpy as np
 from ..data import Dataset
 
 
+def _exact_vector(x: Any) -> list[Any]:
+    """The entries of ``x`` flattened, exactly: a ball by its (exact, dyadic) midpoint, an mpf by its binary value,
+    others as they are (floats are exact binary numbers)."""
+    from fractions import Fraction
+
+    import mpmath
+
+    out = []
+    for v in np.asarray(x, dtype=object).reshape(-1):
+        if type(v).__name__ == "arb":
+            man, exp = v.mid().man_exp()
+            out.append(Fraction(int(man)) * Fraction(2) ** int(exp))
+        elif isinstance(v, mpmath.mpf):
+            sign, man, exp, _ = v._mpf_
+            out.append(Fraction((-1) ** sign * int(man)) * Fraction(2) ** int(exp))
+        else:
+            out.append(v)
+    return out
+
+
 class ReplayError(RuntimeError):
     """A replayed case asked for a draw that was not recorded (or of another kind)."""
 
@@ -188,6 +208,8 @@ class Case:
         self.index = int(index)
         #: empirical claims: the number of runs of the sweep (the batch's size; ``Outcome.runs`` has this length)
         self.runs = None if runs is None else int(runs)
+        #: while proving (:mod:`attsvm.prove.statement`): ``prover(region, shape)`` gives :meth:`param`'s value
+        self.prover: Any = None
         self._hd = hypothesis_data
         self._replay = None if replay is None else list(replay)
         self._cursor = 0
@@ -308,6 +330,31 @@ class Case:
 
         el = st.floats(-scale, scale, allow_nan=False, allow_infinity=False, width=64)
         return self.draw(hnp.arrays(np.float64, (rows, cols), elements=el))
+
+    def param(self, region: Any = None, direction: Any = None) -> np.ndarray:
+        r"""The parameter the claim quantifies over, $\theta\in\mathcal R$, as a (d, d) array (region statements,
+        :mod:`attsvm.prove`).
+
+        ``region``: a :class:`attsvm.prove.regions.Region` or a spec (``"ball:3"``, ``"annulus:1,5"``,
+        ``"cone:MU,R,R1"``, ``"box:LO,HI"``); default the claim's ``hypotheses["region"]``. ``direction``: the
+        cone's axis $W^\circ$ (taken exactly: a ball by its midpoint). While searching (and in empirical runs) a
+        float64 point drawn in the region (shrinkable, recorded); in a replay the recorded point; while proving, the
+        prover's box — jets on the box, or balls at its centre."""
+        from ..prove.regions import Region, parse
+
+        spec = self.hypotheses["region"] if region is None else region
+        raw = self.raw_data
+        if raw is None:
+            raise ValueError("case.param needs a data set (the region's dimension is d*d)")
+        shape = (int(raw.d), int(raw.d))
+        if isinstance(spec, Region):
+            reg = spec
+        else:
+            axis = None if direction is None else _exact_vector(direction)
+            reg = parse(str(spec), shape[0] * shape[1], direction=axis, shape=shape)
+        if self.prover is not None:
+            return self.prover(reg, shape)
+        return np.asarray(reg.draw(self, shape))
 
     def draw_float(self, lo: float, hi: float) -> float:
         """A float in [lo, hi] (shrinks towards simple numbers)."""

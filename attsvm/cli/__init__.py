@@ -1,4 +1,4 @@
-"""The ``attsvm`` command line: ``solve``, ``gd``, ``derive``, ``check``, ``reproduce``.
+"""The ``attsvm`` command line: ``solve``, ``gd``, ``derive``, ``check``, ``prove``, ``reproduce``.
 
 Each subcommand lives in its own module ``attsvm.cli.<name>`` exposing
 ``add_parser(subparsers) -> argparse.ArgumentParser`` and ``run(args) -> int``. Modules must import
@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ..errors import AttsvmError
 
-SUBCOMMANDS = ("solve", "gd", "derive", "check", "reproduce")
+SUBCOMMANDS = ("solve", "gd", "derive", "check", "prove", "reproduce")
 #: the data's warning lines held while a command runs (:func:`main`; None outside a command)
 _held: list[str] | None = None
 
