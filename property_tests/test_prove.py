@@ -145,3 +145,19 @@ def test_the_search_draws_points_of_the_region(setup):
     assert r.verdict == "verified", r.reason
     r = run_claim(claims["ascent-small-ball"], budget="ci", seed=0)
     assert r.verdict == "refuted" and r.confirmed, r.reason
+
+
+def test_check_prove_proves_on_the_data_sets_of_the_search(setup, tmp_path, capsys):
+    js, md = tmp_path / "r.json", tmp_path / "r.md"
+    argv = ["check", str(setup / "claims.py"), "--only", "descent-small-ball", "--no-db", "--out", str(tmp_path)]
+    assert main([*argv, "--prove", "--boxes", "500", "--json", str(js), "--markdown", str(md)]) == 0
+    (r,) = json.loads(js.read_text())["claims"]
+    assert r["verdict"] == "proved" and r["matches"] and len(r["proofs"]) == 3
+    assert all(p["status"] == "proved" and "‖W‖_F ≤ 0.25" in p["region"] for p in r["proofs"])
+    assert "proofs on the data sets of its search (proved)" in md.read_text()
+    # a budget too small for one of them: the verdict stays the sampled one, and says so
+    assert main([*argv, "--prove", "--boxes", "1", "--json", str(js)]) == 0
+    (r,) = json.loads(js.read_text())["claims"]
+    assert r["verdict"] == "verified" and "proved on 2 of 3 data sets within 1 boxes each" in r["reason"]
+    assert main([*argv, "--boxes", "5"]) == 2  # --boxes without --prove
+    assert "--boxes N is the box budget of --prove" in capsys.readouterr().err

@@ -106,8 +106,10 @@ def summary(results: list[ClaimResult]) -> str:
     if results and all(r.verdict in REPLAYED for r in results):
         s = ", ".join(f"replay of {r.detail.get('replayed', r.id)}: {r.verdict}" for r in results)
         return s
-    by = {v: sum(r.verdict == v for r in results) for v in ("verified", "refuted", "inconclusive")}
+    by = {v: sum(r.verdict == v for r in results) for v in ("proved", "verified", "refuted", "inconclusive")}
     s = f"{n} claims: {by['verified']} verified, {by['refuted']} refuted, {by['inconclusive']} inconclusive"
+    if by["proved"]:
+        s = f"{n} claims: {by['proved']} proved, " + s.split(": ", 1)[1]
     s += f"; {'all as expected' if not bad else 'NOT as expected: ' + ', '.join(bad)}"
     return s
 
@@ -142,6 +144,22 @@ def table(results: list[ClaimResult]) -> str:
     return "\n".join(lines)
 
 
+def proof_tables(r: ClaimResult) -> list[Table]:
+    """One table of the proofs of a region claim (``attsvm check --prove``): per data set its sizes and digest, the
+    region, the status, boxes evaluated, leaves, depth and seconds."""
+    if not r.proofs:
+        return []
+    head = tuple(Cell(h) for h in ("data set", "region", "status", "boxes", "leaves", "depth", "seconds"))
+    body = tuple(
+        tuple(
+            Cell(str(p[k]) if k != "seconds" else f"{p[k]:.1f}")
+            for k in ("data", "region", "status", "boxes", "leaves", "depth", "seconds")
+        )
+        for p in r.proofs
+    )
+    return [Table(head, body)]
+
+
 def check_line(r: ClaimResult) -> str:
     """What ran for ``r``, in one line of a provenance block: the search (examples and how they were decided) or
     the sweep (runs), or the replay, and the verdict with how a failure was confirmed."""
@@ -151,6 +169,8 @@ def check_line(r: ClaimResult) -> str:
         what = f"{r.examples} runs in one sweep ({decided_text(r.decided)} decided)"
     else:
         what = f"{r.examples} examples searched ({decided_text(r.decided)} decided)"
+    if r.proofs:
+        what += "; " + ", ".join(f"{p['status']} on {p['data']} ({p['region']}, {p['boxes']} boxes)" for p in r.proofs)
     return f"{r.id}: {what}; {verdict_cell(r)}"
 
 
@@ -316,6 +336,10 @@ def markdown(results: list[ClaimResult], title: str = "attsvm check") -> str:
         cells = [f"`{cells[0]}`", *cells[1:]]
         md.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " | " + r.reason.replace("|", "\\|") + " |")
     for r in results:
+        if r.proofs:
+            md += ["", f"## `{r.id}` — proofs on the data sets of its search ({r.verdict})", ""]
+            md += [to_markdown(t) for t in proof_tables(r)]
+    for r in results:
         if r.verdict != "refuted" and not r.unconfirmed:
             continue
         what = "refuted" if r.verdict == "refuted" else "unconfirmed failure"
@@ -377,6 +401,10 @@ def latex(results: list[ClaimResult], standalone: bool = True) -> str:
     for cells in rows(results):
         t.append(" & ".join([r"\texttt{" + tex_escape(cells[0]) + "}", *(tex_escape(c) for c in cells[1:])]) + r" \\")
     t += [r"\hline", r"\end{tabular}", "}", ""]
+    for r in results:
+        if r.proofs:
+            t.append(r"\subsection*{\texttt{" + tex_escape(r.id) + "}: proofs on the data sets of its search}")
+            t += [_tex_tables(proof_tables(r)), ""]
     for r in results:
         if r.verdict != "refuted":
             continue

@@ -62,6 +62,7 @@ BUDGETS = {"ci": 0.2, "default": 1.0, "thorough": 5.0}
 DEFAULT_EXAMPLES = {"universal": 100, "empirical": 50}
 MAX_UNDECIDED_FRACTION = 0.25  # more undecidable examples than this fraction -> inconclusive verdict
 MIN_DECIDED = 3  # fewer decided examples (runs) than this -> inconclusive, never verified
+PROVE_DATA = 3  # check --prove: the distinct data sets of a region claim's search that are proved
 
 
 def resolve_budget(budget: str | float | None = None) -> float:
@@ -182,8 +183,12 @@ def run_claim(
     on_example: Callable[[Any], None] | None = None,
     allow_inconclusive: bool = False,
     db: Any = None,
+    prove: int | None = None,
 ) -> ClaimResult:
     """Check one claim; return its :class:`ClaimResult` (saving a failing case under ``out`` if given).
+
+    ``prove``: a box budget — a universal claim that declares a region (``hypotheses["region"]``) and passes its
+    search is then proved on the first :data:`PROVE_DATA` distinct data sets of its search (:func:`prove_on`).
 
     ``db``: a :class:`~.database.Database` — its stored failures of a universal claim are replayed first, and a
     failing case found is stored (None: no database). ``time_limit``: the user's wall-clock limit of a universal
@@ -203,7 +208,10 @@ def run_claim(
     elif claim.kind == "empirical":
         res = _run_empirical(claim, examples, seed, b, device, consts)
     else:
-        res = _run_universal(claim, examples, seed, b, device, time_limit, on_example, consts)
+        keep = PROVE_DATA if prove and "region" in claim.hypotheses else 0
+        res = _run_universal(claim, examples, seed, b, device, time_limit, on_example, consts, keep)
+        if keep and res.verdict == "verified" and res.error is None:
+            prove_on(claim, res, int(prove))
     problem = None if hit is not None else constants_problem(claim, consts)
     if problem is not None and res.error is None:
         res.verdict, res.error, res.reason = "inconclusive", problem, f"error: {problem}"
@@ -220,7 +228,70 @@ def run_claim(
     return res
 
 
-def _run_universal(claim, examples, seed, b, device, time_limit, on_example, consts) -> ClaimResult:
+def prove_on(claim: Claim, res: ClaimResult, boxes: int) -> None:
+    """Prove ``claim``'s region statement on the data sets its search kept (``res.detail["data_sets"]``), each
+    within ``boxes`` boxes (:func:`attsvm.prove.statement.prove_claim`), and set ``res``: ``proved`` when every one
+    is proved (for those data sets and regions, named in ``res.proofs``); ``refuted`` (rigorous) when the prover
+    finds a point of a region whose margin's enclosure is below 0; otherwise it stays ``verified`` (by sampling),
+    with the proofs that did not close named."""
+    from ..prove.statement import StatementError, prove_claim
+
+    sets = res.detail.pop("data_sets", [])
+    proofs = []
+    for ds in sets:
+        try:
+            rp = prove_claim(claim, ds, max_boxes=boxes)
+        except (StatementError, InputError) as exc:
+            res.error = str(exc)
+            res.verdict, res.reason = "inconclusive", f"error: {exc}"
+            return
+        proofs.append(rp)
+    res.proofs = [
+        {
+            "data": _describe_data(rp.data),
+            "region": rp.region.describe(),
+            "status": rp.status,
+            "boxes": rp.proof.boxes,
+            "leaves": len(rp.proof.leaves),
+            "depth": rp.proof.depth,
+            "seconds": round(rp.seconds, 3),
+            "method": rp.proof.method,
+            "reason": rp.proof.reason,
+        }
+        for rp in proofs
+    ]
+    bad = [rp for rp in proofs if rp.status == "refuted"]
+    if bad:
+        rp = bad[0]
+        res.verdict, res.confirmed, res.confirmed_how, res.confirmed_by = "refuted", True, "rigorous", "prover"
+        res.confirmation_method = "ball-arithmetic branch and bound (a point of the region)"
+        res.reason = f"proved false on {_describe_data(rp.data)}: {rp.proof.reason} ({rp.region.describe()})"
+        return
+    done = sum(rp.status == "proved" for rp in proofs)
+    if proofs and done == len(proofs):
+        res.verdict = "proved"
+        res.reason = (
+            f"proved on the {done} data set(s) of the search named in the report ({proofs[0].region.describe()}; "
+            f"{sum(rp.proof.boxes for rp in proofs)} boxes); {res.reason}"
+        )
+    else:
+        res.reason += f"; proved on {done} of {len(proofs)} data sets within {boxes} boxes each (verdict by sampling)"
+
+
+def _describe_data(ds: Any) -> str:
+    """``n=2, T=3, d=2, sha256 1a2b3c4d`` (the digest of the data arrays' bytes)."""
+    import hashlib
+
+    import numpy as np
+
+    h = hashlib.sha256()
+    for k, v in sorted(ds.to_dict().items()):
+        h.update(k.encode())
+        h.update(np.ascontiguousarray(np.asarray(v)).tobytes() if v is not None and k != "kind" else str(v).encode())
+    return f"n={ds.n}, T={ds.T}, d={ds.d}, sha256 {h.hexdigest()[:8]}"
+
+
+def _run_universal(claim, examples, seed, b, device, time_limit, on_example, consts, keep=0) -> ClaimResult:
     from .search import run_search
 
     n = int(examples) if examples is not None else universal_examples(claim, b)
@@ -234,6 +305,7 @@ def _run_universal(claim, examples, seed, b, device, time_limit, on_example, con
         time_limit=time_limit,
         constants=consts,
         on_example=on_example,
+        keep=keep,
     )
     res = _base(claim, seed=seed, budget=b, examples=sr.examples, worst_margin=sr.worst_margin)
     res.inconclusive_cases = sr.inconclusive
@@ -272,6 +344,8 @@ def _run_universal(claim, examples, seed, b, device, time_limit, on_example, con
         res.reason += f", {sr.inconclusive} undecidable"
     if sr.exhausted:
         res.reason += " (every distinct case tried)"
+    if keep:
+        res.detail["data_sets"] = sr.data_sets
     return res
 
 
@@ -401,6 +475,7 @@ def check(
     db: Any = None,
     workers: int | str | None = None,
     cluster: str | None = None,
+    prove: int | None = None,
 ) -> Report:
     """Run ``claims`` (dependency order); save failing cases under ``out`` (checked writable first: an
     :class:`~attsvm.errors.InputError` before anything runs); report progress; ``db`` the counterexample database
@@ -433,6 +508,7 @@ def check(
         time_limit=time_limit,
         out=None if out is None else str(out),
         allow_inconclusive=allow_inconclusive,
+        prove=prove,
     )
     if pool.kind == "serial":
         results = _check_serial(ordered, options, progress, db)

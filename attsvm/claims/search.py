@@ -87,6 +87,7 @@ class SearchResult:
     error_case: Case | None = None
     timed_out: bool = False  # the user's wall-clock time limit ended the search or its shrinking
     exhausted: bool = False  # Hypothesis stopped early, every distinct case tried (e.g. a claim without draws)
+    data_sets: list = field(default_factory=list)  # the first distinct data sets of decided passing examples (keep=)
 
 
 def complexity(case: Case) -> tuple:
@@ -215,9 +216,11 @@ def run_search(
     time_limit: float | None = None,
     constants: Any = None,
     on_example: Any = None,
+    keep: int = 0,
 ) -> SearchResult:
     """Search ``claim`` for a failing case with Hypothesis (see module docstring). ``constants``: the
-    :class:`~.case.Constants` every case of the run shares (default: a fresh one of the claim)."""
+    :class:`~.case.Constants` every case of the run shares (default: a fresh one of the claim). ``keep``: how many
+    distinct data sets of passing examples to keep in ``data_sets`` (for proving on them, ``attsvm check --prove``)."""
     from hypothesis import HealthCheck, Phase, Verbosity, given, settings, target
     from hypothesis import seed as hseed
     from hypothesis import strategies as st
@@ -293,6 +296,9 @@ def run_search(
         if out.ok:
             if searching:
                 res.decided[out.how or "float64"] += 1
+                if len(res.data_sets) < keep and ds is not None and all(ds is not x for x in res.data_sets):
+                    if not any(_same_data(ds, x) for x in res.data_sets):
+                        res.data_sets.append(ds)
             return
         res.failures += 1
         if searching:
@@ -339,6 +345,14 @@ def run_search(
         res.worst_margin = m if res.worst_margin is None else min(res.worst_margin, m)
     res.exhausted = res.minimal is None and res.error is None and not res.timed_out and res.examples < int(examples)
     return res
+
+
+def _same_data(a: Any, b: Any) -> bool:
+    """Whether two data sets are the same (arrays equal bit for bit)."""
+    import numpy as np
+
+    da, db = a.to_dict(), b.to_dict()
+    return da.keys() == db.keys() and all(np.array_equal(np.asarray(da[k]), np.asarray(db[k])) for k in da)
 
 
 def _keep_smallest_confirmed(claim: Claim, res: SearchResult, shrunk: list) -> None:

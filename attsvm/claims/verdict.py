@@ -1,6 +1,8 @@
 r"""Verdicts: the result of checking one claim, and whether it matches the claim's expectation.
 
-``verified``: enough decided examples (or runs), none failing after confirmation; ``refuted``: a failure that
+``proved`` (``attsvm check --prove``): a region statement proved by ball-arithmetic branch and bound on the
+data sets its search drew (named in the result's ``proofs``) — above ``verified``: enough decided examples (or
+runs), none failing after confirmation; ``refuted``: a failure that
 survived the high-precision re-evaluation (or an empirical rate whose Wilson upper bound lies below the
 required rate, with a confirmed failing run); ``inconclusive``: anything else, with a ``reason``
 (``unconfirmed failure``: a float64 failure that nobody cleared; ``too few decided examples``; ``undecidable
@@ -10,7 +12,7 @@ cases``: too large a fraction of undecidable cases; ``rate``: the interval strad
 
 * an error in the claim code or an invalid ``Outcome`` never matches;
 * an unconfirmed failure never matches (not even with ``--allow-inconclusive``);
-* expected ``true``: only ``verified`` matches; expected ``false``: only a *confirmed* ``refuted``;
+* expected ``true``: only ``verified`` or ``proved`` matches; expected ``false``: only a *confirmed* ``refuted``;
 * expected ``inconclusive`` (pinned in the claim file with its ``finding``, like a strict xfail): only
   ``inconclusive`` matches — a pin that is now verified or refuted is stale and fails;
 * ``--allow-inconclusive`` (exploratory runs): an ``inconclusive`` verdict other than an unconfirmed failure
@@ -29,7 +31,7 @@ from typing import Any
 
 from ..serial import jsonable  # noqa: F401  (re-exported)
 
-VERDICTS = ("verified", "refuted", "inconclusive")
+VERDICTS = ("proved", "verified", "refuted", "inconclusive")
 REPLAYED = ("reproduced", "not reproduced")  # the verdicts of a replay of a saved counterexample
 SHORT_HOW = {"float64": "f64", "high precision": "hp", "exact": "exact", "rigorous": "ball"}
 
@@ -75,6 +77,7 @@ class ClaimResult:
     confirmed_by: str | None = None  # "confirmer" (hand-written) or "automatic" (the conclusion re-run with the kit)
     confirmation_method: str | None = None  # e.g. "50 digits (automatic: ..., stable at 100)", "exact (confirm)"
     allow_inconclusive: bool = False
+    proofs: list[dict[str, Any]] | None = None  # check --prove: one record per data set proved (or not)
 
     @property
     def sizes(self) -> dict[str, int] | None:
@@ -110,7 +113,7 @@ class ClaimResult:
         if self.verdict == "inconclusive" and self.allow_inconclusive:
             return None
         want = {"true": "verified", "false": "refuted", "inconclusive": "inconclusive"}[self.expected]
-        if self.verdict != want:
+        if self.verdict != want and not (want == "verified" and self.verdict == "proved"):
             return f"expected {want}, got {self.verdict}"
         if want == "refuted" and not self.confirmed:
             return "refuted without a confirmed counterexample"
@@ -159,6 +162,8 @@ class ClaimResult:
         }
         if self.rate is not None:
             out["rate"] = jsonable(self.rate)
+        if self.proofs is not None:
+            out["proofs"] = jsonable(self.proofs)
         if self.error is not None:
             out["error"] = self.error
         if self.outcome is not None:

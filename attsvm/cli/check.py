@@ -81,6 +81,14 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         action="store_true",
         help="exploratory runs: an inconclusive verdict (other than an unconfirmed failure) does not fail the run",
     )
+    p.add_argument(
+        "--prove",
+        action="store_true",
+        help="prove every claim that declares a region (hypotheses['region']) on the data sets its search draws "
+        "(ball-arithmetic branch and bound; verdict 'proved'; where the box budget runs out, the sampled verdict "
+        "stays)",
+    )
+    p.add_argument("--boxes", type=int, default=None, metavar="N", help="--prove: the box budget per data set")
     p.add_argument("--list", action="store_true", help="list the discovered claims and exit")
     add_pool_options(
         p,
@@ -112,6 +120,8 @@ def _check_args(args) -> None:
         check_output_file(getattr(args, name), f"--{name}")
     if args.examples is not None and args.examples < 1:
         raise InputError(f"--examples must be >= 1, got {args.examples}")
+    if args.boxes is not None and (args.boxes < 1 or not args.prove):
+        raise InputError(f"--boxes N is the box budget of --prove (a positive count), got {args.boxes}")
     if args.time_limit is not None and not (args.time_limit > 0 and math.isfinite(args.time_limit)):
         raise InputError(f"--time-limit must be a positive number of seconds, got {args.time_limit}")
     if args.device == "cuda":
@@ -146,6 +156,7 @@ def run(args) -> int:
     from ..claims.runner import Progress, check, replay, resolve_budget
     from ..errors import InputError
     from ..outputs import check_output_dir
+    from ..prove.statement import DEFAULT_BOXES
 
     budget = resolve_budget(args.budget)
     _check_args(args)
@@ -182,6 +193,7 @@ def run(args) -> int:
             db=db,
             workers=args.workers,
             cluster=args.cluster,
+            prove=(args.boxes or DEFAULT_BOXES) if args.prove else None,
         )
     meta = {"seed": args.seed, "budget": budget, "device": args.device}
     if args.json:
