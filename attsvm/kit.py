@@ -933,12 +933,16 @@ def is_high_precision(x: Any) -> bool:
 
 
 def is_ball(x: Any) -> bool:
-    """Whether ``x`` (a margin) was computed by the ball kit (a python-flint ``arb``, or an
-    :class:`attsvm.ball.jet.Jet`: a ball with its gradient over a box)."""
+    """Whether ``x`` (a margin) was computed by the ball kit (a python-flint ``arb``, an
+    :class:`attsvm.ball.jet.Jet`: a ball with its gradient over a box, or a type registered with
+    :func:`attsvm.ball.numbers.register_ball_type`, such as the intervals of :mod:`attsvm.prove.interval`)."""
     t = type(x)
-    return (t.__name__ == "arb" and t.__module__.startswith("flint")) or (
+    if (t.__name__ == "arb" and t.__module__.startswith("flint")) or (
         t.__name__ == "Jet" and t.__module__ == "attsvm.ball.jet"
-    )
+    ):
+        return True
+    numbers = sys.modules.get("attsvm.ball.numbers")  # a type can be registered only once it is imported
+    return numbers is not None and isinstance(x, numbers.BALL_TYPES)
 
 
 __all__ = [

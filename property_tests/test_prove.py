@@ -161,3 +161,26 @@ def test_check_prove_proves_on_the_data_sets_of_the_search(setup, tmp_path, caps
     assert r["verdict"] == "verified" and "proved on 2 of 3 data sets within 1 boxes each" in r["reason"]
     assert main([*argv, "--boxes", "5"]) == 2  # --boxes without --prove
     assert "--boxes N is the box budget of --prove" in capsys.readouterr().err
+
+
+def test_the_slice_figure_shows_the_leaves_meeting_the_plane(setup):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from fractions import Fraction
+
+    from attsvm.claims.discover import load_file
+    from attsvm.data import load
+    from attsvm.prove.figure import slice_figure, slice_leaves
+    from attsvm.prove.statement import prove_claim
+
+    claims = {c.id: c for c in load_file(setup / "claims.py")}
+    rp = prove_claim(claims["descent-small-ball"], load(setup / "eq.npz"), region="ball:1", max_boxes=2000)
+    at = [Fraction(0)] * 4
+    shown = slice_leaves(rp.proof.leaves, (0, 1), at)
+    assert shown and all(lf.lo[2] <= 0 <= lf.hi[2] and lf.lo[3] <= 0 <= lf.hi[3] for lf in shown)
+    assert len(shown) < len(rp.proof.leaves)  # leaves off the plane are left out
+    fig = slice_figure(rp.proof, rp.region)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert rp.status == "proved" and any(lab.startswith("proved (") for lab in labels)
+    assert fig.axes[0].get_xlabel() == "$w_{11}$" and fig.axes[0].get_ylabel() == "$w_{12}$"

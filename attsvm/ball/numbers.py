@@ -11,7 +11,12 @@ around it.
 A :class:`~attsvm.ball.jet.Jet` (a ball with the enclosure of its gradient over a box, :mod:`.jet`) passes
 :func:`to_arb` unchanged and has the methods used here (``mid``, ``exp``, ``log1p``, ...), so :func:`elementwise`,
 :func:`lse`, :func:`logsumexp`, :func:`extremum`, :mod:`.model` and :mod:`.linalg`'s norms and inner products
-differentiate jet arguments (:func:`mid_mpf` / :func:`mid_float` give a jet's midpoint, without gradient).
+differentiate jet arguments (:func:`mid_mpf` / :func:`mid_float` give a jet's midpoint, without gradient). Other
+number types with that interface join through :func:`register_ball_type` (:data:`BALL_TYPES`; the interval numbers
+of :mod:`attsvm.prove.interval`, which re-run the kit's formulas in an independent arithmetic): they pass
+:func:`to_arb` unchanged, count as balls (:func:`is_ball`) and, like jets, are refused by the decompositions
+(:func:`has_jets`); an ``arb`` constant meeting one of them must give that type (arb declines: their reflected
+operations convert the ball).
 
 Arithmetic on ``arb`` runs at the global precision ``flint.ctx.prec`` (bits): :func:`workprec` sets it for a block
 and restores it. Comparisons of balls are *certain*: ``a < b`` is True only when every member of ``a`` is below
@@ -42,6 +47,8 @@ PREC = 256
 __all__ = [
     "PREC",
     "ELEMENTWISE",
+    "BALL_TYPES",
+    "register_ball_type",
     "workprec",
     "is_ball",
     "has_jets",
@@ -60,6 +67,20 @@ __all__ = [
 ELEMENTWISE = ("exp", "log", "log1p", "expm1", "sqrt")
 
 
+#: number types besides ``arb`` that the kit takes as balls (they pass :func:`to_arb` unchanged): jets, and the types
+#: given to :func:`register_ball_type`
+BALL_TYPES: tuple[type, ...] = (Jet,)
+
+
+def register_ball_type(cls: type) -> None:
+    """Let the ball kit take ``cls`` as it takes a :class:`~attsvm.ball.jet.Jet` (module docstring): a number type
+    with the methods the kit calls on balls (``+ - * /`` with balls and numbers on either side, ``exp log log1p
+    expm1 sqrt``, ``mid rad lower upper``, ``is_finite is_nan``, ``min max``, certain comparisons)."""
+    global BALL_TYPES
+    if cls not in BALL_TYPES:
+        BALL_TYPES = (*BALL_TYPES, cls)
+
+
 @contextmanager
 def workprec(prec: int):
     """``with workprec(bits):`` — ``flint.ctx.prec`` set to ``bits`` for the block, restored after."""
@@ -72,18 +93,19 @@ def workprec(prec: int):
 
 
 def is_ball(x: Any) -> bool:
-    """Whether ``x`` is a value of the ball kit: a python-flint ``arb`` or a :class:`~attsvm.ball.jet.Jet` (a ball
-    with its gradient)."""
-    return isinstance(x, (arb, Jet))
+    """Whether ``x`` is a value of the ball kit: a python-flint ``arb``, a :class:`~attsvm.ball.jet.Jet` (a ball
+    with its gradient) or a registered type (:data:`BALL_TYPES`)."""
+    return isinstance(x, (arb, *BALL_TYPES))
 
 
 def has_jets(a: Any) -> bool:
-    """Whether ``a`` (a number or an array) is or holds a :class:`~attsvm.ball.jet.Jet`."""
-    if isinstance(a, Jet):
+    """Whether ``a`` (a number or an array) is or holds a :class:`~attsvm.ball.jet.Jet` or another registered type
+    (:data:`BALL_TYPES`: numbers arb's matrix code cannot take)."""
+    if isinstance(a, BALL_TYPES):
         return True
     if isinstance(a, (list, tuple)):
         a = np.asarray(a, dtype=object)
-    return isinstance(a, np.ndarray) and a.dtype == object and any(isinstance(x, Jet) for x in a.ravel())
+    return isinstance(a, np.ndarray) and a.dtype == object and any(isinstance(x, BALL_TYPES) for x in a.ravel())
 
 
 def _rational(f: Fraction) -> arb:
@@ -93,10 +115,11 @@ def _rational(f: Fraction) -> arb:
     return arb(fmpq(f.numerator, den))  # the ball around p/q at the working precision
 
 
-def to_arb(x: Any) -> arb | Jet:
-    """``x`` as a ball, exactly when ``x`` is a binary number (module docstring); an ``arb`` or a
-    :class:`~attsvm.ball.jet.Jet` stays as it is (so the kit's helpers differentiate jet arguments)."""
-    if isinstance(x, (arb, Jet)):
+def to_arb(x: Any) -> Any:
+    """``x`` as a ball, exactly when ``x`` is a binary number (module docstring); an ``arb``, a
+    :class:`~attsvm.ball.jet.Jet` or a registered type (:data:`BALL_TYPES`) stays as it is (so the kit's helpers
+    differentiate jet arguments)."""
+    if isinstance(x, (arb, *BALL_TYPES)):
         return x
     if isinstance(x, (bool, np.bool_)):
         return arb(int(x))
@@ -180,12 +203,13 @@ def elementwise(name: str, a: Any, prec: int) -> Any:
 
 def extremum(how: str, x: Any, y: Any) -> Any:
     r"""$\min(x,y)$ (``how="min"``) or $\max(x,y)$ of two balls or jets, enclosed (arb's / the jet's ``min`` /
-    ``max``; symmetric, so a plain ball meets a jet through the jet's method; numbers taken as :func:`to_arb`)."""
+    ``max``; symmetric, so a plain ball meets a jet (a registered type) through the jet's method; numbers taken as
+    :func:`to_arb`)."""
     if how not in ("min", "max"):
         raise ValueError(f"extremum: how must be 'min' or 'max', got {how!r}")
-    if isinstance(y, Jet) and not isinstance(x, Jet):
+    if isinstance(y, BALL_TYPES) and not isinstance(x, BALL_TYPES):
         x, y = y, x
-    return getattr(to_arb(x), how)(y if isinstance(y, Jet) else to_arb(y))
+    return getattr(to_arb(x), how)(to_arb(y))
 
 
 def lse(row: list) -> arb:

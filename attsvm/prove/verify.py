@@ -8,11 +8,23 @@ from its ``float.hex``) and its region, :func:`verify_file`
 2. rebuilds every leaf box from the root by exact halving along its path and checks that the leaves tile the root
    box (:func:`attsvm.prove.certificate.coverage_problem`);
 3. re-decides every leaf from scratch: an ``outside`` leaf by the region's exact exclusion test, a ``proved`` leaf
-   by re-evaluating the margin at the box's centre and on the box (jets) at twice the prover's precision and
-   requiring the mean-value lower bound to be $>0$.
+   by re-evaluating the margin in an *independent* arithmetic — mpmath's outward-rounded intervals and the
+   forward-mode jets of :mod:`attsvm.prove.interval`, at twice the prover's precision: the margin at the box's
+   centre $c$ (``iv_point``) and on the box $B$ (``iv_variables``) — and requiring the centred mean-value lower
+   bound to be $>0$:
 
-Limit (stated, not hidden): step 3 uses the same enclosure code as the prover (arb balls and jets, at a higher
-precision); an independent interval arithmetic (mpmath ``iv``) for it is the next step.
+   .. math::
+       \inf\Bigl([m](c)+\textstyle\sum_j[\partial_jm](B)\,[\ell_j-c_j,u_j-c_j]\ \cap\ [m](B)\Bigr)>0.
+
+What is independent and what is shared. The prover's enclosures (python-flint ``arb`` balls, the jets of
+:mod:`attsvm.ball.jet`, its lower bounds, the enclosures recorded in the certificate) play no part in step 3: the
+interval arithmetic, the elementary functions, the chain rules and the mean-value form are separate code on
+mpmath's ``iv``. Shared with the prover are the *definitions*: the claim's conclusion and the kit's formulas it calls
+(:mod:`attsvm.ball.model`, the inner products and norms of :mod:`attsvm.ball.linalg`: which terms are summed and
+multiplied), which run on the interval numbers; the region and its exact exclusion tests
+(:mod:`attsvm.prove.regions`); and the quantities the conclusion derives from the data alone (such as $W^{mm}$),
+which the ball kit computes in ``arb`` and which enter the interval evaluation as constants, converted exactly by
+their endpoints.
 """
 
 from __future__ import annotations
@@ -49,10 +61,10 @@ def _data(rec: Any, where: str) -> Any:
 def verify_file(path: str | os.PathLike, paths: list[str] | None = None) -> tuple[bool, str]:
     """``(holds, one line)`` for the certificate at ``path`` (module docstring); a malformed file is an
     :class:`~attsvm.errors.InputError`."""
-    from ..ball import jet
     from ..ball.numbers import workprec
     from ..claims import discover, select
     from .boxes import as_box
+    from .interval import iv_lower_bound, iv_point, iv_value, iv_variables, ivprec
     from .regions import from_dict
     from .statement import StatementError, constants_with, margin_function, probe_region
 
@@ -87,19 +99,22 @@ def verify_file(path: str | os.PathLike, paths: list[str] | None = None) -> tupl
         if leaf["status"] == "outside":
             return None if region.excludes(lo, hi) else "recorded outside the region, but the region meets it"
         c = tuple((a + b) / 2 for a, b in zip(lo, hi))
-        m_c = margin(jet.point(c))
-        m_b = margin(jet.variables(lo, hi))
-        if m_c is None or m_b is None:
-            return "the margin could not be evaluated there"
-        lower = jet.lower_bound(jet.value(m_c), m_b, lo, hi)
-        return None if lower > 0 else f"the margin's lower bound there is {lower.str(5)}, not > 0"
+        try:
+            m_c = margin(iv_point(c))
+            m_b = margin(iv_variables(lo, hi))
+            if m_c is None or m_b is None:
+                return "the margin could not be evaluated there in intervals"
+            lower = iv_lower_bound(iv_value(m_c), m_b, lo, hi)
+        except (StatementError, TypeError, ValueError) as exc:
+            return f"the interval re-evaluation failed: {exc}"
+        return None if lower > 0 else f"the margin's interval lower bound there is {lower.str(5)}, not > 0"
 
-    with workprec(prec):
+    with workprec(prec), ivprec(prec):
         bad = check_leaves(cert, recheck)
     if bad is not None:
         return False, f"{path}: {bad}"
     n = len(cert["leaves"])
     return True, (
         f"{path}: verified: {claim.id} holds on {region.describe()} for the data in the certificate "
-        f"({n} leaves tile the region's bounding box; every leaf re-decided at {prec} bits)"
+        f"({n} leaves tile the region's bounding box; every leaf re-decided in {prec}-bit intervals)"
     )
