@@ -214,3 +214,34 @@ def test_the_notebook_report_names_its_provenance(tmp_path):
     (c,) = load_file(tmp_path / "f.py")
     page = Report([run_claim(c, seed=5)], seed=5, budget=1.0)._repr_html_()
     assert "provenance" in page and f"attsvm {__version__}, attsvm check" in page and "seed 5, budget 1" in page
+
+
+# ------------------------------------------------------------------------------------- determinism in one process
+def test_a_search_does_not_depend_on_hypothesis_runs_before_it():
+    """Hypothesis caches the constants it mixes into draws (``CONSTANTS_CACHE``), filled with the local constants
+    of whatever ran first — a test with ``@given`` over the data strategies changed a later search's examples and
+    its shrunk counterexample (found by test_minimal_size running after test_ball_jet)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from attsvm import strategies
+    from attsvm.claims.discover import discover, select
+    from attsvm.claims.search import run_search
+
+    (claim,) = select(discover([Path(__file__).parent / "fixtures" / "planted_gd.py"]), ["planted-gd-one-input"])
+
+    def search():
+        r = run_search(claim, examples=claim.examples, seed=0, shrinks=10**9)
+        case, out = r.minimal
+        return r.examples, r.shrink_calls, case.data.to_dict()["X"].tolist(), float(out.margin)
+
+    before = search()
+    paper = strategies.for_hypotheses({"data": "paper", "n": (1, 3), "T": (2, 4), "d": (2, 3)})
+
+    @settings(max_examples=25, deadline=None, database=None)
+    @given(ds=paper, seed=st.integers(0, 2**16))
+    def unrelated_test(ds, seed):
+        pass
+
+    unrelated_test()
+    assert search() == before

@@ -164,25 +164,31 @@ def _no_local_constants():
 
     Hypothesis mixes literal constants harvested from every *loaded local module* into its draws, so the same
     seed gave different examples in ``attsvm check`` and inside the test suite. While a claim is searched, the
-    harvest is replaced by an empty set (best effort: on a Hypothesis without this hook nothing changes)."""
+    harvest is replaced by an empty set, and the cache of permitted constants (``CONSTANTS_CACHE``, which an earlier
+    Hypothesis run in the process — a test, another claim's search — fills with its local constants) by a fresh
+    one, so that a search does not depend on what ran before it (best effort: on a Hypothesis without these hooks
+    nothing changes)."""
     try:
         from hypothesis.internal.conjecture import providers as _prov
 
-        original = _prov._get_local_constants
+        original, cache = _prov._get_local_constants, _prov.CONSTANTS_CACHE
         empty = type(_prov._local_constants)(
             integers=type(_prov._local_constants.integers)(),
             floats=type(_prov._local_constants.floats)(key=_prov.float_to_int),
             bytes=type(_prov._local_constants.bytes)(),
             strings=type(_prov._local_constants.strings)(),
         )
+        fresh = type(cache)(cache.max_size)
     except Exception:  # pragma: no cover - other Hypothesis versions
         yield
         return
     _prov._get_local_constants = lambda: empty
+    _prov.CONSTANTS_CACHE = fresh
     try:
         yield
     finally:
         _prov._get_local_constants = original
+        _prov.CONSTANTS_CACHE = cache
 
 
 @contextlib.contextmanager
