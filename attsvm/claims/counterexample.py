@@ -257,8 +257,9 @@ def validate(obj: Any, data: Dataset | None = None, npz_name: str | None = None)
     b = obj["budget"]
     if not _is_number(b) or not (math.isfinite(b) and b > 0):
         return f"'budget' must be a positive number, got {b!r}"
-    if obj["verdict"] not in VERDICTS:
-        return f"'verdict' must be one of {', '.join(VERDICTS)}, got {obj['verdict']!r}"
+    saved = tuple(v for v in VERDICTS if v != "proved")  # a saved case is a failure: never a proof
+    if obj["verdict"] not in saved:
+        return f"'verdict' must be one of {', '.join(saved)}, got {obj['verdict']!r}"
     if not isinstance(obj["confirmed"], bool):
         return f"'confirmed' must be a boolean, got {_tname(obj['confirmed'])}"
     name = obj["data"]
