@@ -1066,8 +1066,12 @@ def relu_head(d: int | tuple[int, int]):
 def split_hypotheses(hypotheses: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
     """``(strategy name, its parameters)`` of a claim's hypotheses, validated (no ``data``: ``(None, {})``, and
     then any other key is an error). ``region`` (the region a region statement quantifies over,
-    :meth:`attsvm.claims.case.Case.param`) is not the strategy's: it is checked to be a region spec and left out."""
+    :meth:`attsvm.claims.case.Case.param`) is not the strategy's: it is checked to be a region spec and left out;
+    nor is ``tail`` (the id of the claim that proves the region statement past a radius, :mod:`attsvm.prove.tail`)."""
     h = dict(hypotheses)
+    tail = h.pop("tail", None)
+    if tail is not None and not (isinstance(tail, str) and tail):
+        raise InputError(f"hypotheses: tail {tail!r} is not a claim id")
     region = h.pop("region", None)
     if region is not None:
         from .prove.regions import KINDS

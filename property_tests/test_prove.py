@@ -106,6 +106,14 @@ def test_a_budget_too_small_is_unresolved_never_proved(setup, capsys):
         (lambda c: c["leaves"][0]["lo"].__setitem__(0, "-1/8"), "its recorded box is not the box at its path"),
         (lambda c: c["leaves"][0].__setitem__("status", "unresolved"), "proves nothing"),
         (lambda c: c["region"].__setitem__("radius", "1/2"), "the claim's region on this data is"),
+        (
+            lambda c: c["leaves"][-1].__setitem__("lower", ["-1/4", "1"]),
+            "its recorded lower bound [-1/4, 1] is not above",
+        ),
+        (
+            lambda c: c["leaves"][-1].__setitem__("centre", ["7", "8"]),
+            "its recorded enclosure of the margin at the centre",
+        ),
     ],
 )
 def test_a_tampered_certificate_fails_naming_the_leaf(setup, capsys, tamper, named):

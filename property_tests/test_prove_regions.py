@@ -66,7 +66,7 @@ TOL = 1e-9
 def in_region(region: Region, pts: np.ndarray) -> np.ndarray:
     """Exact membership of every row, the exact oracle run only where the float screen is undecided."""
     s = float_score(region, pts)
-    scale = max(1.0, float(max(abs(x) for x in region.bounding_box()[1])))
+    scale = max(1.0, float(max(abs(x) for x in parameter_box(region)[1])))
     out = s > TOL * scale
     for i in np.flatnonzero(np.abs(s) <= TOL * scale):
         out[i] = exact_member(region, pts[i])
@@ -85,9 +85,22 @@ def regions(rng: np.random.Generator) -> list[Region]:
         out.append(Annulus(1, 2.5, p=p))
         out.append(Annulus(0, F(5, 3), p=p))
         for mu in (0.01, 0.2, 1.0):
-            out.append(Cone(rng.standard_normal(p), mu, 1, 3))
-        out.append(Cone(rng.standard_normal(p), F(1, 3), 0, 2))
+            out.append(Cone(rng.standard_normal(p), mu, 1, 3, framed=False))
+        out.append(Cone(rng.standard_normal(p), F(1, 3), 0, 2, framed=False))
     return out
+
+
+def framed_cones(rng: np.random.Generator) -> list[Region]:
+    """Cones in their default, framed coordinates (the box tests: ``test_prove_frame.py``); their points are
+    points of parameter space all the same."""
+    return [Cone(rng.standard_normal(p), mu, R, 3) for p in (2, 4, 9) for mu, R in ((0.01, 1), (F(1, 3), 0))]
+
+
+def parameter_box(region: Region):
+    """A box of parameter space holding the region (for a framed cone: its axis-aligned twin's)."""
+    if isinstance(region, Cone) and region.framed:
+        region = Cone(region.direction, region.mu, region.R, region.R1, framed=False)
+    return region.bounding_box()
 
 
 def random_box(region: Region, rng: np.random.Generator):
@@ -189,9 +202,9 @@ def test_soundness_check_catches_a_planted_unsound_test():
 
 def test_contains_agrees_with_the_definition():
     rng = np.random.default_rng(3)
-    for region in regions(rng):
-        lo0 = np.array([float(a) for a in region.bounding_box()[0]])
-        hi0 = np.array([float(b) for b in region.bounding_box()[1]])
+    for region in regions(rng) + framed_cones(rng):
+        lo0 = np.array([float(a) for a in parameter_box(region)[0]])
+        hi0 = np.array([float(b) for b in parameter_box(region)[1]])
         pts = np.vstack(
             [rng.uniform(lo0 - 0.2, hi0 + 0.2, (40, region.p))]
             + [region.point(rng.uniform(-1, 1, region.raw_size)) for _ in range(10)]
@@ -218,7 +231,7 @@ def test_narrow_cone_excludes_small_boxes_off_its_surface():
     rng = np.random.default_rng(5)
     for p in (4, 9):
         w = rng.standard_normal(p)
-        cone = Cone(w, 0.001, 1, 3)
+        cone = Cone(w, 0.001, 1, 3, framed=False)
         phi = math.acos(1 - 0.001)
         what = w / np.linalg.norm(w)
         for _ in range(20):
@@ -256,7 +269,7 @@ def test_bounding_box_holds_the_region_and_the_cone_box_is_tight():
 # ------------------------------------------------------------------------------------------ sampling
 def test_draws_through_a_seeded_case_lie_in_the_region():
     rng = np.random.default_rng(23)
-    for k, region in enumerate(regions(rng)):
+    for k, region in enumerate(regions(rng) + framed_cones(rng)):
         case = Case(seed=1, index=k)
         for _ in range(200):
             x = region.draw(case)
@@ -265,9 +278,10 @@ def test_draws_through_a_seeded_case_lie_in_the_region():
 
 
 @settings(max_examples=60, database=None, deadline=None)
-@given(st.data(), st.sampled_from(range(12)))
+@given(st.data(), st.sampled_from(range(18)))
 def test_draws_through_hypothesis_lie_in_the_region_and_replay(data, k):
-    region = regions(np.random.default_rng(29))[k]
+    rng = np.random.default_rng(29)
+    region = (regions(rng)[:12] + framed_cones(rng))[k]
     case = Case(hypothesis_data=data)
     x = region.draw(case, (1, region.p))
     assert x.shape == (1, region.p) and exact_member(region, x)
@@ -303,13 +317,16 @@ def preimage(region: Region, theta: np.ndarray) -> np.ndarray:
 
 
 def test_the_maps_reach_every_point():
-    """For points spread over each region (rejection sampling of the bounding box), the map's inverse lies in
-    [-1, 1] and maps back to the point: no part of a region is out of the sampler's reach."""
+    """For points spread over each region (rejection sampling of the bounding box; for a framed cone of its box of
+    coordinates, mapped by the frame), the map's inverse lies in [-1, 1] and maps back to the point: no part of a
+    region is out of the sampler's reach."""
     rng = np.random.default_rng(31)
-    for region in regions(rng):
+    for region in regions(rng) + framed_cones(rng):
         lo0 = np.array([float(a) for a in region.bounding_box()[0]])
         hi0 = np.array([float(b) for b in region.bounding_box()[1]])
         pts = rng.uniform(lo0, hi0, (4000, region.p))
+        if region.frame is not None:
+            pts = pts @ np.array([[float(q) for q in row] for row in region.frame.matrix()]).T
         pts = pts[in_region(region, pts)][:25]
         assert len(pts) >= 5, region
         for x in pts:

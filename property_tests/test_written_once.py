@@ -29,9 +29,15 @@ PORTED = (
     "rowspace-invariance",
     "kq-balancedness",
     "ntp-logloss-convex",
+    "smoothness-bound-region",
+    "cone-descent",
+    "cone-descent-every-input",
+    "cone-descent-tail",
+    "cone-invariance",
+    "no-stationary-equal-scores",
 )
 #: expected-false controls written once (no confirmer): their float64 failure must be *confirmed* automatically
-CONTROLS = ("kq-balancedness-control", "ntp-logloss-convex-control")
+CONTROLS = ("kq-balancedness-control", "ntp-logloss-convex-control", "cone-descent-control")
 
 
 def _data(name="paper", seed=3, **sizes):

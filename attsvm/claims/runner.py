@@ -31,6 +31,13 @@ run; they are listed in the dependency order, and the ``[depends on refuted ...]
 as serially. Claims start longest first by the durations the counterexample database recorded
 (:func:`schedule`). Only the ``seconds`` fields (and a user's ``time_limit``) depend on the machine.
 
+**Proofs in a parallel check** (``--prove``, :func:`prove_on`). Pools are never nested: a claim's run in a worker
+proves its region statement there with the one-box loop (its boxes in that worker, the other workers busy with other
+claims). When the check has a single claim and it declares a region, nothing runs beside it, so it runs in this
+process and the workers decide its proofs' boxes instead (:mod:`attsvm.prove.bnb`'s rounds, on the check's pool; the
+claim must still be one that could travel, as in any parallel check). Either way the proofs, like every result, are
+those of the serial check.
+
 Entry points: :func:`run_claim` (one claim → :class:`~attsvm.claims.verdict.ClaimResult`), :func:`check`
 (many claims, progress, counterexample files; serially or in parallel) and :func:`replay` (re-evaluate a saved
 counterexample).
@@ -184,11 +191,14 @@ def run_claim(
     allow_inconclusive: bool = False,
     db: Any = None,
     prove: int | None = None,
+    prove_workers: Any = None,
 ) -> ClaimResult:
     """Check one claim; return its :class:`ClaimResult` (saving a failing case under ``out`` if given).
 
     ``prove``: a box budget — a universal claim that declares a region (``hypotheses["region"]``) and passes its
-    search is then proved on the first :data:`PROVE_DATA` distinct data sets of its search (:func:`prove_on`).
+    search is then proved on the first :data:`PROVE_DATA` distinct data sets of its search (:func:`prove_on`);
+    ``prove_workers``: an open :class:`~attsvm.pool.Pool` of the caller whose workers decide the boxes (None: in
+    this process; never given inside a pool's worker).
 
     ``db``: a :class:`~.database.Database` — its stored failures of a universal claim are replayed first, and a
     failing case found is stored (None: no database). ``time_limit``: the user's wall-clock limit of a universal
@@ -211,7 +221,7 @@ def run_claim(
         keep = PROVE_DATA if prove and "region" in claim.hypotheses else 0
         res = _run_universal(claim, examples, seed, b, device, time_limit, on_example, consts, keep)
         if keep and res.verdict == "verified" and res.error is None:
-            prove_on(claim, res, int(prove))
+            prove_on(claim, res, int(prove), workers=prove_workers)
     problem = None if hit is not None else constants_problem(claim, consts)
     if problem is not None and res.error is None:
         res.verdict, res.error, res.reason = "inconclusive", problem, f"error: {problem}"
@@ -228,19 +238,20 @@ def run_claim(
     return res
 
 
-def prove_on(claim: Claim, res: ClaimResult, boxes: int) -> None:
+def prove_on(claim: Claim, res: ClaimResult, boxes: int, workers: Any = None) -> None:
     """Prove ``claim``'s region statement on the data sets its search kept (``res.detail["data_sets"]``), each
-    within ``boxes`` boxes (:func:`attsvm.prove.statement.prove_claim`), and set ``res``: ``proved`` when every one
+    within ``boxes`` boxes (:func:`attsvm.prove.statement.prove_claim`; ``workers``: an open
+    :class:`~attsvm.pool.Pool` for the boxes, or None: in this process), and set ``res``: ``proved`` when every one
     is proved (for those data sets and regions, named in ``res.proofs``); ``refuted`` (rigorous) when the prover
     finds a point of a region whose margin's enclosure is below 0; otherwise it stays ``verified`` (by sampling),
-    with the proofs that did not close named."""
+    with the proofs that did not close named. The result does not depend on ``workers``."""
     from ..prove.statement import StatementError, prove_claim
 
     sets = res.detail.pop("data_sets", [])
     proofs = []
     for ds in sets:
         try:
-            rp = prove_claim(claim, ds, max_boxes=boxes)
+            rp = prove_claim(claim, ds, max_boxes=boxes, workers=workers)
         except (StatementError, InputError) as exc:
             res.error = str(exc)
             res.verdict, res.reason = "inconclusive", f"error: {exc}"
@@ -485,7 +496,9 @@ def check(
     ``workers`` (an int, a digit string or ``"auto"``: :func:`attsvm.pool.workers_of`) > 1, or ``cluster``
     (``"local"``, ``"local:N"``, ``"tcp://HOST:PORT"``: :func:`attsvm.pool.check_cluster`), run the claims in
     parallel (module docstring: the same results, in the same order); giving both is bad input
-    (:class:`~attsvm.pool.Pool`). One worker (``None``, 1) without a cluster is the serial loop in this process."""
+    (:class:`~attsvm.pool.Pool`). One worker (``None``, 1) without a cluster is the serial loop in this process.
+    ``prove`` (a box budget, :func:`run_claim`) with a single region claim and a pool: the claim runs in this process
+    and the pool's workers decide its proofs' boxes (module docstring)."""
     from ..pool import Pool
     from .discover import dependency_order
 
@@ -512,6 +525,11 @@ def check(
     )
     if pool.kind == "serial":
         results = _check_serial(ordered, options, progress, db)
+    elif prove and len(ordered) == 1 and ordered[0].kind == "universal" and "region" in ordered[0].hypotheses:
+        # one region claim: it runs here and the workers decide its proofs' boxes (no pool inside a worker)
+        task_of(ordered[0], options, db)  # a claim that could not travel: InputError, as in any parallel check
+        with pool:
+            results = _check_serial(ordered, {**options, "prove_workers": pool}, progress, db)
     else:
         tasks = [task_of(c, options, db) for c in ordered]  # a claim that cannot travel: InputError, nothing ran
         results = _check_parallel(ordered, tasks, pool, progress, db)

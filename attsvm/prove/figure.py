@@ -52,8 +52,9 @@ def slice_figure(
     ax.set_xlim(float(proof.root[0][i]), float(proof.root[1][i]))
     ax.set_ylim(float(proof.root[0][j]), float(proof.root[1][j]))
     ax.set_aspect("equal")
-    ax.set_xlabel(coordinate_name(i, p))
-    ax.set_ylabel(coordinate_name(j, p))
+    framed = getattr(region, "frame", None) is not None  # boxes in a frame's coordinates, not W's entries
+    ax.set_xlabel(rf"$\vartheta_{{{i}}}$" if framed else coordinate_name(i, p))
+    ax.set_ylabel(rf"$\vartheta_{{{j}}}$" if framed else coordinate_name(j, p))
     handles = [Rectangle((0, 0), 1, 1, facecolor=COLOURS[s]) for s in COLOURS if s in counts]
     ax.legend(handles, [f"{s} ({counts[s]})" for s in COLOURS if s in counts], loc="upper right", fontsize=7)
     ax.set_title(title or f"{kind}: leaves meeting the slice", fontsize=9)
@@ -70,7 +71,10 @@ def coordinate_name(k: int, p: int) -> str:
 
 
 def _radii(region: Any) -> list[float]:
-    """The radii of the region's spheres about the origin (ball, annulus, cone's R and R1), for the trace."""
+    """The radii of the region's spheres about the origin (ball, annulus, cone's R and R1), for the trace (none
+    for a framed region: its spheres are ellipsoids in the frame's coordinates)."""
+    if getattr(region, "frame", None) is not None:
+        return []
     d = region.to_dict()
     out = []
     for key in ("radius", "r0", "r1", "R", "R1"):

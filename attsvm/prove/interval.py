@@ -187,6 +187,22 @@ def _max(a: tuple, b: tuple) -> tuple:
     return b if _le(a, b) else a
 
 
+def _exact_of(x: tuple) -> Fraction | None:
+    """The exact rational of a raw finite mpmath number (None for an infinity or nan)."""
+    if x in (_INF, _NINF) or x == libmp.fnan:
+        return None
+    sign, man, exp, _ = x
+    q = Fraction(int(man)) * Fraction(2) ** int(exp)
+    return -q if sign else q
+
+
+def iv_endpoints(x: Any) -> tuple[Fraction | float, Fraction | float]:
+    """The endpoints of an interval (:class:`Iv`) as exact rationals (``-inf``/``inf`` where unbounded)."""
+    v = x if isinstance(x, Iv) else Iv(x)
+    a, b = _exact_of(v.a), _exact_of(v.b)
+    return (float("-inf") if a is None else a), (float("inf") if b is None else b)
+
+
 class Iv:
     r"""A closed interval $[a,b]$ (an ``mpmath.iv.mpf`` in ``v``), outward rounded at ``iv.prec`` (module docstring).
     Arithmetic with intervals, ``arb`` balls, ints, float64 values, ``Fraction`` and ``fmpq`` on either side;

@@ -14,19 +14,28 @@ binary number it stores, and ``"p/q"`` text or a :class:`~fractions.Fraction` is
   $\mathrm{corr}(a,b)=\langle a,b\rangle/(\|a\|\|b\|)$, $0<\mu\le1$, $0\le R<R_1$, $W^\circ\ne0$. It is taken in the
   multiplied form $\langle\theta,W^\circ\rangle\ge(1-\mu)\|\theta\|\|W^\circ\|$, so for $R=0$ the apex $\theta=0$
   belongs (the closure). With $c=1-\mu\in[0,1)$ the set $K=\{\theta:\langle\theta,W^\circ\rangle\ge
-  c\|\theta\|\|W^\circ\|\}$ is a convex cone (half-angle $\varphi=\arccos c$).
+  c\|\theta\|\|W^\circ\|\}$ is a convex cone (half-angle $\varphi=\arccos c$). A cone is *framed* by default: the
+  prover works in the coordinates $\theta'$ of an exact orthogonal frame $M$ along $W^\circ$ (point $M\theta'$,
+  :mod:`attsvm.prove.frame`), where its bounding box is tight.
+
+**Coordinates.** A region's points are points of $\mathbb R^p$ (the parameter $W$). The prover's boxes live in the
+region's *coordinates*: the same space, unless the region has a :attr:`Region.frame` $M$ (a framed cone), when a box
+$[\ell,u]$ of coordinates $\theta'$ stands for the set $\{M\theta':\theta'\in[\ell,u]\}$ and :meth:`Region.embed`
+maps coordinates to the parameter ($W=M\theta'$; the identity without a frame), :meth:`Region.coords` back (exactly).
 
 What a region offers the prover (:mod:`attsvm.prove.bnb`) and the search:
 
-* :meth:`Region.bounding_box` — an exact box containing the region (the prover's root box);
-* :meth:`Region.excludes` — *rigorous*: True only when the box provably misses the region (exact rational
-  arithmetic; False means "may meet");
-* :meth:`Region.contains_box` — *rigorous*: True only when the whole box provably lies in the region;
-* :meth:`Region.contains` — whether a float64 point belongs (decided exactly);
+* :meth:`Region.bounding_box` — an exact box of coordinates containing the region (the prover's root box);
+* :meth:`Region.excludes` — *rigorous*: True only when the box (of coordinates) provably misses the region (exact
+  rational arithmetic; False means "may meet");
+* :meth:`Region.contains_box` — *rigorous*: True only when the whole box (of coordinates) provably lies in the region;
+* :meth:`Region.embed` / :meth:`Region.coords` — coordinates to the parameter and back (identity without a frame);
+* :meth:`Region.contains` — whether a point of parameter space (float64 or exact) belongs (decided exactly);
 * :meth:`Region.point` / :meth:`Region.draw` — a deterministic map of ``raw_size`` numbers in $[-1,1]$ onto the
   region, and a point drawn through a :class:`~attsvm.claims.case.Case` (so Hypothesis shrinks and replays it);
 * :meth:`Region.to_dict` / :func:`from_dict` (JSON-safe, exact), :meth:`Region.describe`, and :func:`parse` of the
-  command-line spelling (``box:LO,HI``, ``ball:R``, ``annulus:R0,R1``, ``cone:MU,R,R1``).
+  command-line spelling (``box:LO,HI``, ``ball:R``, ``annulus:R0,R1``, ``cone:MU,R,R1``; ``cone:MU,R,R1,axes`` for
+  a cone proved in the axis-aligned coordinates of $W$ itself).
 """
 
 from __future__ import annotations
@@ -52,6 +61,7 @@ from .boxes import (
     to_fraction,
     vector,
 )
+from .frame import Frame, round_down, round_up, sqrt_bounds
 
 __all__ = ["Region", "Box", "Ball", "Annulus", "Cone", "KINDS", "parse", "from_dict"]
 
@@ -116,6 +126,8 @@ class Region:
     kind = "region"
     #: how many raw numbers in [-1, 1] :meth:`point` maps onto the region
     raw_size: int
+    #: the frame $M$ of the prover's coordinates (parameter $=M\theta'$), None when they are the parameter's own
+    frame: Frame | None = None
 
     def __init__(self, p: int, shape: Any = None) -> None:
         if not isinstance(p, (int, np.integer)) or isinstance(p, bool) or p < 1:
@@ -125,23 +137,38 @@ class Region:
 
     # ------------------------------------------------------------ the set
     def bounding_box(self) -> tuple[Exact, Exact]:
-        """An exact box $[\\ell,u]$ containing the region."""
+        """An exact box $[\\ell,u]$ (of coordinates) containing the region."""
         raise NotImplementedError
 
     def excludes(self, lo: Any, hi: Any) -> bool:
-        """True only when the box $[\\ell,u]$ provably does not meet the region (False: it may)."""
+        """True only when the box $[\\ell,u]$ (of coordinates) provably does not meet the region (False: it may)."""
         raise NotImplementedError
 
     def contains_box(self, lo: Any, hi: Any) -> bool:
-        """True only when the whole box $[\\ell,u]$ provably lies in the region (False: it may not)."""
+        """True only when the whole box $[\\ell,u]$ (of coordinates) provably lies in the region (False: it may
+        not)."""
         raise NotImplementedError
 
-    def contains(self, theta: Any) -> bool:
-        """Whether the point ``theta`` (float64 or exact numbers, any shape holding ``p`` entries) belongs to the
-        region, decided exactly (the point box $[\\theta,\\theta]$)."""
-        v = vector(theta, "point")
+    def embed(self, theta: Any) -> np.ndarray:
+        r"""The parameter $W=M\theta'$ of coordinates ``theta`` (any shape holding ``p`` numbers of one kind:
+        exact rationals, arb balls, jets, intervals), flat (``p``,) object array; without a frame, ``theta`` itself
+        (:meth:`attsvm.prove.frame.Frame.embed`)."""
+        if self.frame is not None:
+            return self.frame.embed(theta)
+        return np.asarray(theta, dtype=object).ravel()
+
+    def coords(self, point: Any) -> Exact:
+        r"""The exact coordinates $\theta'=M^{-1}W$ of a point ``point`` of parameter space (itself, exactly,
+        without a frame)."""
+        v = vector(point, "point")
         if len(v) != self.p:
             raise InputError(f"a point of {len(v)} coordinates for a region of p = {self.p} parameters")
+        return v if self.frame is None else self.frame.coords(v)
+
+    def contains(self, theta: Any) -> bool:
+        """Whether the point ``theta`` of parameter space (float64 or exact numbers, any shape holding ``p``
+        entries) belongs to the region, decided exactly (the point box of its exact coordinates)."""
+        v = self.coords(theta)
         return self.contains_box(v, v)
 
     # ------------------------------------------------------------ sampling
@@ -440,14 +467,40 @@ class Cone(Region):
     in $\hat w_j$), enclosed in arb balls, rounded outwards to float64 and scaled by $R_1$ (by $R$ when negative);
     the same for $-\theta_j$; clipped to $[-R_1,R_1]$.
 
-    Map of $(x,s)\in[-1,1]^{p+1}$: with $x_\perp=x-\langle x,\hat w\rangle\hat w$, angle
+    The tests above are those of an axis-aligned cone (``framed=False``, spec ``cone:MU,R,R1,axes``). A cone is
+    **framed** by default: the prover's coordinates are $\vartheta$ with $\theta=M\vartheta$, $M$ the exact
+    orthogonal frame of $W^\circ$ (:class:`~attsvm.prove.frame.Frame`: first column $m_0=W^\circ$, squared column
+    norms $c_j$), and the box tests are exact decisions in $\vartheta$. There
+    $\langle\theta,W^\circ\rangle=c_0\vartheta_0$ and $\|\theta\|^2=t+q$ with $t=c_0\vartheta_0^2$,
+    $q=\sum_{j\ge1}c_j\vartheta_j^2$, so (with $s^2=1-c^2$)
+
+    .. math::
+        \theta\in\text{region}\iff\vartheta_0\ge0,\quad c^2q\le s^2t,\quad R^2\le t+q\le R_1^2
+
+    ($c_0^2\vartheta_0^2\ge c^2c_0(t+q)\iff s^2t\ge c^2q$). Over a box, $\vartheta_0\in[\max(\ell_0,0),u_0]$ and the
+    $\vartheta_{j\ge1}$ range independently, so $(t,q)$ ranges over exactly the rectangle
+    $[t_-,t_+]\times[q_-,q_+]$ ($q_\pm$ the exact separable extremes of the weighted sum of squares).
+
+    * ``excludes``: $u_0<0$, or no $(t,q)$ of the rectangle meets the three linear constraints. With
+      $g(t)=\min(q_+,R_1^2-t,s^2t/c^2)-\max(q_-,R^2-t)$ (concave, piecewise linear) that is
+      $\max_{[t_-,t_+]}g<0$, decided at $t_\pm$ and the breakpoints $R^2-q_-$, $R_1^2-q_+$, $c^2q_+/s^2$, $c^2R_1^2$
+      lying in $[t_-,t_+]$ — an exact test: it excludes a box exactly when the box misses the region;
+    * ``contains_box``: $\ell_0\ge0$, $t_-+q_-\ge R^2$, $t_++q_+\le R_1^2$ and $s^2t_-\ge c^2q_+$ (the constraints at
+      the rectangle's worst corners; exact);
+    * ``bounding_box``: every region point has $c\,R/\sqrt{c_0}\le\vartheta_0=\langle\theta,W^\circ\rangle/c_0\le
+      R_1/\sqrt{c_0}$ and $c_j\vartheta_j^2\le q\le s^2(t+q)\le s^2R_1^2$, so
+      $|\vartheta_j|\le R_1s/\sqrt{c_j}$ ($j\ge1$): the box of these bounds, the square roots bounded by exact
+      rationals (:func:`~attsvm.prove.frame.sqrt_bounds`) and rounded outwards to 53-bit dyadics.
+
+    Map of $(x,s)\in[-1,1]^{p+1}$ (a point $\theta$ of the set, framed or not): with
+    $x_\perp=x-\langle x,\hat w\rangle\hat w$, angle
     $\psi=\varphi\min(1,\|x_\perp\|)$ towards $x_\perp/\|x_\perp\|$, radius $R+(R_1-R)|s|$:
     $\theta=(R+(R_1-R)|s|)(\cos\psi\,\hat w+\sin\psi\,x_\perp/\|x_\perp\|)$. The projection of the cube onto
     $\hat w^\perp$ contains its unit ball, so every angle and direction is reached; $x=0,s=0$ gives $R\hat w$."""
 
     kind = "cone"
 
-    def __init__(self, direction: Any, mu: Any, R: Any, R1: Any, shape: Any = None) -> None:
+    def __init__(self, direction: Any, mu: Any, R: Any, R1: Any, shape: Any = None, framed: bool = True) -> None:
         w = vector(direction, "cone direction W°")
         if not w or all(q == 0 for q in w):
             raise InputError("the cone direction W° must be nonzero")
@@ -476,6 +529,20 @@ class Cone(Region):
         self._sf = math.sqrt(max(0.0, 1.0 - self._cf * self._cf))
         self._phi = math.acos(self._cf)
         self._box: tuple[Exact, Exact] | None = None
+        if not isinstance(framed, (bool, np.bool_)):
+            raise InputError(f"cone framed must be True or False, got {framed!r}")
+        self._framed = bool(framed)
+
+    @property
+    def framed(self) -> bool:
+        """Whether the prover's coordinates are those of the orthogonal frame along $W^\\circ$."""
+        return self._framed
+
+    @property
+    def frame(self) -> Frame | None:  # type: ignore[override]
+        """The orthogonal frame along $W^\\circ$ when framed (built on first use: a claim builds its cone at every
+        evaluation of the margin, and only the prover's copy needs the frame), else None."""
+        return _frame_of(self.direction) if self._framed else None
 
     # ---- the set
     def _in_cone(self, theta: Sequence[Fraction]) -> bool:
@@ -484,6 +551,8 @@ class Cone(Region):
 
     def excludes(self, lo: Any, hi: Any) -> bool:
         L, H = as_box(lo, hi, self.p)
+        if self._framed:
+            return self._framed_excludes(L, H)
         nmin, nmax = dist_sq_range(L, H)
         if nmin > self.R1 * self.R1 or nmax < self.R * self.R:
             return True
@@ -517,6 +586,8 @@ class Cone(Region):
 
     def contains_box(self, lo: Any, hi: Any) -> bool:
         L, H = as_box(lo, hi, self.p)
+        if self._framed:
+            return self._framed_contains(L, H)
         nmin, nmax = dist_sq_range(L, H)
         if nmin < self.R * self.R or nmax > self.R1 * self.R1:
             return False
@@ -528,7 +599,10 @@ class Cone(Region):
         return False
 
     def bounding_box(self) -> tuple[Exact, Exact]:
-        """The box of the cone segment (class docstring), inside $[-R_1,R_1]^p$."""
+        """The box of the cone segment (class docstring): in the frame's coordinates when framed, else inside
+        $[-R_1,R_1]^p$."""
+        if self._box is None and self._framed:
+            self._box = self._framed_box()
         if self._box is None:
             with workprec(128):
                 norm = to_arb(self._ww).sqrt()
@@ -541,6 +615,57 @@ class Cone(Region):
                     los.append(-self._extent(self._cap_max(-wj, c, s)))
             self._box = (tuple(los), tuple(his))
         return self._box
+
+    # ---- the set in the frame's coordinates (class docstring)
+    def _tq(self, L: Exact, H: Exact) -> tuple[Fraction, Fraction, Fraction, Fraction]:
+        r"""$(t_-,t_+,q_-,q_+)$ of the box $[L,H]$ (its part with $\vartheta_0\ge0$; needs $H_0\ge0$)."""
+        c = self.frame.norms2  # type: ignore[union-attr]
+        a0 = L[0] if L[0] > 0 else Fraction(0)
+        tmin, tmax = c[0] * a0 * a0, c[0] * H[0] * H[0]
+        qmin = qmax = Fraction(0)
+        for cj, a, b in zip(c[1:], L[1:], H[1:]):
+            sa, sb = a * a, b * b
+            qmax += cj * (sa if sa > sb else sb)
+            if a > 0:
+                qmin += cj * sa
+            elif b < 0:
+                qmin += cj * sb
+        return tmin, tmax, qmin, qmax
+
+    def _framed_excludes(self, L: Exact, H: Exact) -> bool:
+        if H[0] < 0:
+            return True
+        tmin, tmax, qmin, qmax = self._tq(L, H)
+        r2, r12 = self.R * self.R, self.R1 * self.R1
+        cc2, s2 = self._cc * self._cc, self._s2
+
+        def gap(t: Fraction) -> Fraction:
+            top = min(qmax, r12 - t)
+            if cc2 > 0:
+                top = min(top, s2 * t / cc2)
+            return top - max(qmin, r2 - t)
+
+        ts = [tmin, tmax, r2 - qmin, r12 - qmax, cc2 * r12]
+        if cc2 > 0:
+            ts.append(cc2 * qmax / s2)
+        return not any(gap(t) >= 0 for t in ts if tmin <= t <= tmax)
+
+    def _framed_contains(self, L: Exact, H: Exact) -> bool:
+        if L[0] < 0:
+            return False
+        tmin, tmax, qmin, qmax = self._tq(L, H)
+        cc2 = self._cc * self._cc
+        return tmin + qmin >= self.R * self.R and tmax + qmax <= self.R1 * self.R1 and self._s2 * tmin >= cc2 * qmax
+
+    def _framed_box(self) -> tuple[Exact, Exact]:
+        c = self.frame.norms2  # type: ignore[union-attr]
+        inv_lo, inv_hi = sqrt_bounds(1 / c[0])
+        los, his = [round_down(self._cc * self.R * inv_lo)], [round_up(self.R1 * inv_hi)]
+        for cj in c[1:]:
+            h = round_up(self.R1 * sqrt_bounds(self._s2 / cj)[1])
+            los.append(-h)
+            his.append(h)
+        return tuple(los), tuple(his)
 
     def _cap_max(self, wj: Any, c: Any, s: Any) -> Fraction:
         r"""An exact upper bound of $\max\{u_j:\|u\|=1,\langle u,\hat w\rangle\ge c\}$ for the ball ``wj`` of
@@ -587,30 +712,47 @@ class Cone(Region):
             "mu": fraction_text(self.mu),
             "R": fraction_text(self.R),
             "R1": fraction_text(self.R1),
+            "frame": "orthogonal" if self.framed else "none",
         }
 
     def describe(self) -> str:
         sym, norm = self._symbols()
+        where = f", boxes in an orthogonal frame along {sym}°" if self.framed else ""
         return (
             f"cone C_{{μ,R}}({sym}°) ∩ {{{norm} ≤ R₁}} (corr({sym}, {sym}°) ≥ 1 − μ, R ≤ {norm} ≤ R₁):"
-            f" μ = {show(self.mu)}, R = {show(self.R)}, R₁ = {show(self.R1)}"
+            f" μ = {show(self.mu)}, R = {show(self.R)}, R₁ = {show(self.R1)}{where}"
         )
 
     def _repr_args(self) -> str:
         w = ", ".join(show(q) for q in self.direction)
         shp = _shape_arg(self.shape, self.p)
-        return f"direction=[{w}], mu={show(self.mu)}, R={show(self.R)}, R1={show(self.R1)}{shp}"
+        fr = "" if self.framed else ", framed=False"
+        return f"direction=[{w}], mu={show(self.mu)}, R={show(self.R)}, R1={show(self.R1)}{shp}{fr}"
+
+
+_FRAMES: dict[Exact, Frame] = {}
+
+
+def _frame_of(axis: Exact) -> Frame:
+    """The :class:`~attsvm.prove.frame.Frame` of ``axis``, built once per axis (a few kept)."""
+    fr = _FRAMES.get(axis)
+    if fr is None:
+        if len(_FRAMES) >= 16:
+            _FRAMES.clear()
+        fr = _FRAMES[axis] = Frame(axis)
+    return fr
 
 
 KINDS: dict[str, type[Region]] = {"box": Box, "ball": Ball, "annulus": Annulus, "cone": Cone}
 
-_SPECS = "box:LO,HI, ball:R, annulus:R0,R1, cone:MU,R,R1"
+_SPECS = "box:LO,HI, ball:R, annulus:R0,R1, cone:MU,R,R1[,axes]"
 
 
 def parse(spec: str, p: int, direction: Any = None, shape: Any = None) -> Region:
     """The region of a command-line ``spec``: ``box:LO,HI`` (every coordinate in [LO, HI]), ``ball:R``
     (‖θ‖ ≤ R), ``annulus:R0,R1`` (R0 ≤ ‖θ‖ ≤ R1) or ``cone:MU,R,R1`` (the cone around ``direction``, which the claim
-    supplies), in ``R^p``. Numbers: integers, decimals (exact: ``0.1`` is 1/10), ``p/q`` or float.hex text.
+    supplies; proved in the orthogonal frame along it, or with a fourth entry ``axes`` in the coordinates of θ
+    itself), in ``R^p``. Numbers: integers, decimals (exact: ``0.1`` is 1/10), ``p/q`` or float.hex text.
     A malformed spec is an InputError naming the problem."""
     if not isinstance(spec, str):
         raise InputError(f"a region is given as text ({_SPECS}), got {type(spec).__name__}")
@@ -623,6 +765,9 @@ def parse(spec: str, p: int, direction: Any = None, shape: Any = None) -> Region
     if not sep or not rest.strip():
         raise InputError(f"region {spec!r}: no numbers after the kind (write {forms[kind]})")
     parts = [t.strip() for t in rest.split(",")]
+    framed = True
+    if kind == "cone" and len(parts) == 4 and parts[3].lower() in ("axes", "frame"):
+        framed = parts.pop().lower() == "frame"
     if len(parts) != arity[kind]:
         n = arity[kind]
         raise InputError(
@@ -644,7 +789,7 @@ def parse(spec: str, p: int, direction: Any = None, shape: Any = None) -> Region
             return Annulus(nums[0], nums[1], p=p, shape=shape)
         if direction is None:
             raise InputError("the cone needs its direction W° (the claim supplies it)")
-        cone = Cone(direction, nums[0], nums[1], nums[2], shape=shape)
+        cone = Cone(direction, nums[0], nums[1], nums[2], shape=shape, framed=framed)
         if cone.p != p:
             raise InputError(f"the cone direction has {cone.p} entries, p = {p}")
         return cone
@@ -688,7 +833,10 @@ def from_dict(d: Any) -> Region:
         elif kind == "annulus":
             region = Annulus(d["r0"], d["r1"], p=p, shape=shape)
         else:
-            region = Cone(d["direction"], d["mu"], d["R"], d["R1"], shape=shape)
+            frame = d.get("frame", "none")  # records without the key predate framing: axis-aligned
+            if frame not in ("orthogonal", "none"):
+                raise InputError(f"frame must be 'orthogonal' or 'none', got {frame!r}")
+            region = Cone(d["direction"], d["mu"], d["R"], d["R1"], shape=shape, framed=frame == "orthogonal")
     except InputError as exc:
         raise InputError(f"region record ({kind}): {exc}") from None
     if region.p != p:

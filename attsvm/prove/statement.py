@@ -44,6 +44,11 @@ class StatementError(Exception):
     """An error in the claim while proving (its conclusion raised, drew another value, never called case.param)."""
 
 
+class NotApplicable(StatementError):
+    """The data set does not meet the claim's hypotheses: the conclusion was inconclusive before it drew its
+    parameter, so there is no region statement to prove on it (not an error in the claim)."""
+
+
 @dataclass
 class RegionProof:
     """A proof of one claim's region statement on one data set: the :class:`~attsvm.prove.bnb.Proof`, the region,
@@ -70,11 +75,18 @@ class RegionProof:
         )
 
 
-def constants_with(claim: Any, region: str | None) -> Any:
-    """The claim's constants, with ``region`` (a spec) in place of its declared one when given."""
+def constants_with(claim: Any, region: str | None, params: dict[str, Any] | None = None) -> Any:
+    """The claim's constants, with ``region`` (a spec) in place of its declared one when given, and ``params``
+    (``attsvm prove --set KEY=VALUE``) in place of declared params of the same names (any other name is an
+    InputError)."""
     from ..claims.case import Constants
 
     values = dict(claim.case_hypotheses)
+    for key, val in (params or {}).items():
+        if key not in claim.params:
+            declared = ", ".join(sorted(claim.params)) or "none"
+            raise InputError(f"claim {claim.id} has no param {key!r} (its params: {declared})")
+        values[key] = val
     if region is not None:
         values["region"] = region
     elif "region" not in values:
@@ -94,6 +106,12 @@ def _run(claim: Any, case: Any) -> Any:
         return claim.conclusion(case)
 
 
+def run_in_balls(claim: Any, data: Dataset, consts: Any, prec: int = 256) -> Any:
+    """The claim's outcome on ``data`` in a ball case with no prover (a statement that draws nothing, such as a
+    tail lemma, :mod:`attsvm.prove.tail`)."""
+    return _run(claim, _case(claim, data, consts, prec))
+
+
 def probe_region(claim: Any, data: Dataset, consts: Any, prec: int = 256) -> Any:
     """The region the conclusion quantifies over on ``data`` (its first ``case.param``)."""
     from ..claims.case import ReplayError
@@ -105,7 +123,7 @@ def probe_region(claim: Any, data: Dataset, consts: Any, prec: int = 256) -> Any
 
     case.prover = stop
     try:
-        _run(claim, case)
+        out = _run(claim, case)
     except _Probe as p:
         return p.region
     except ReplayError as exc:
@@ -114,12 +132,17 @@ def probe_region(claim: Any, data: Dataset, consts: Any, prec: int = 256) -> Any
         raise
     except Exception as exc:
         raise StatementError(f"claim {claim.id}: {type(exc).__name__}: {exc}") from exc
+    if getattr(out, "inconclusive", None):
+        why = out.inconclusive
+        raise NotApplicable(f"{claim.id}: the data set does not meet the hypotheses ({why}): nothing to prove")
     raise StatementError(f"claim {claim.id}: the conclusion never calls case.param: it states nothing about a region")
 
 
 def margin_function(claim: Any, data: Dataset, consts: Any, region: Any, prec: int = 256) -> Callable:
-    """``margin(theta)`` for :func:`attsvm.prove.bnb.prove`: the conclusion's margin with ``case.param`` = theta
-    (None when the box is undecided: an inconclusive outcome or an :class:`~attsvm.kit.Undecidable` helper)."""
+    """``margin(theta)`` for :func:`attsvm.prove.bnb.prove`: the conclusion's margin with ``case.param`` = the
+    parameter of the region's coordinates ``theta`` (``region.embed(theta)``: theta itself, or $W=M\\theta$ for a
+    framed region; None when the box is undecided: an inconclusive outcome or an :class:`~attsvm.kit.Undecidable`
+    helper)."""
     from ..claims.case import ReplayError
     from ..kit import Undecidable
 
@@ -129,7 +152,7 @@ def margin_function(claim: Any, data: Dataset, consts: Any, region: Any, prec: i
         def give(reg: Any, shape: tuple) -> np.ndarray:
             if reg != region:
                 raise StatementError(f"claim {claim.id}: the region changed between runs ({reg!r} vs {region!r})")
-            return np.asarray(theta, dtype=object).reshape(shape)
+            return region.embed(theta).reshape(shape)  # W = M theta in a framed region's coordinates
 
         case.prover = give
         try:
@@ -154,23 +177,53 @@ def prove_claim(
     data: Dataset,
     *,
     region: str | None = None,
+    params: dict[str, Any] | None = None,
     max_boxes: int = DEFAULT_BOXES,
     method: str = "mean-value",
     prec: int = 256,
     progress: Callable[[int, int], None] | None = None,
+    workers: Any = None,
 ) -> RegionProof:
-    """Prove ``claim``'s region statement on ``data`` (``region``: a spec overriding the declared one)."""
+    """Prove ``claim``'s region statement on ``data`` (``region``: a spec overriding the declared one; ``params``:
+    values of declared params overriding the declared ones).
+
+    ``workers``: the workers that decide the boxes — a count (``attsvm prove -n``: an int, a digit string or
+    ``"auto"``, :func:`attsvm.pool.workers_of`; a pool is made for this proof and stopped after it), or an
+    :class:`attsvm.pool.Pool` of the caller (used, not stopped). One worker (``None``, 1, a serial pool) is the
+    one-box loop in this process; more give the rounds of :mod:`attsvm.prove.bnb` on the pool's workers, each
+    rebuilding the margin from the claim's file (:mod:`attsvm.prove.parallel`). The result is the same for any
+    number of workers (only ``seconds`` differ)."""
+    from ..pool import Pool
+
+    pool = workers if isinstance(workers, Pool) else Pool(workers)  # a bad count: InputError before anything runs
     t0 = time.perf_counter()
-    consts = constants_with(claim, region)
+    consts = constants_with(claim, region, params)
     reg = probe_region(claim, data, consts, prec)
-    proof = prove(
-        margin_function(claim, data, consts, reg, prec),
-        reg,
-        max_boxes=max_boxes,
-        method=method,
-        prec=prec,
-        progress=progress,
-    )
+    margin = margin_function(claim, data, consts, reg, prec)
+
+    def run(pool: Any = None, source: Any = None) -> Proof:
+        return prove(
+            margin,
+            reg,
+            max_boxes=max_boxes,
+            method=method,
+            prec=prec,
+            progress=progress,
+            pool=pool,
+            source=source,
+        )
+
+    if pool.kind == "serial":
+        proof = run()
+    else:
+        from .parallel import claim_source
+
+        source = claim_source(claim, data, region, params, reg, prec)
+        if pool is workers:
+            proof = run(pool, source)
+        else:
+            with pool:
+                proof = run(pool, source)
     values = {k: consts[k] for k in consts}
     return RegionProof(claim, data, reg, proof, values, prec, time.perf_counter() - t0)
 
@@ -183,7 +236,7 @@ def _hex(a: Any) -> Any:
     return arr.tolist()
 
 
-def _ball_text(x: Any) -> list[str] | None:
+def ball_text(x: Any) -> list[str] | None:
     """A ball as the exact decimal endpoints ``[lower, upper]`` (None for none)."""
     if x is None:
         return None
@@ -215,9 +268,9 @@ def certificate(rp: RegionProof) -> dict[str, Any]:
         rec["lo"] = [fraction_text(q) for q in lf.lo]
         rec["hi"] = [fraction_text(q) for q in lf.hi]
         if lf.status == "proved":
-            rec["centre"] = _ball_text(lf.centre)
-            rec["lower"] = _ball_text(lf.lower)
-            rec["gradient"] = None if lf.gradient is None else [_ball_text(g) for g in lf.gradient]
+            rec["centre"] = ball_text(lf.centre)
+            rec["lower"] = ball_text(lf.lower)
+            rec["gradient"] = None if lf.gradient is None else [ball_text(g) for g in lf.gradient]
         leaves.append(rec)
     data = {k: _hex(v) for k, v in rp.data.to_dict().items() if v is not None and k != "kind"}
     data["kind"] = rp.data.kind

@@ -4,7 +4,10 @@ Nothing the prover computed is trusted. From the certificate's claim (its file a
 from its ``float.hex``) and its region, :func:`verify_file`
 
 1. rebuilds the region from its record and checks that the claim's conclusion, probed again on the data, quantifies
-   over exactly that region, and that the root box is the region's bounding box;
+   over exactly that region, and that the root box is the region's bounding box (for a framed cone the boxes are
+   in the coordinates $\vartheta$ of its orthogonal frame $M$, which the region rebuilds from its exact axis — a
+   frame is never read from the certificate — and the margin is evaluated at $W=M\vartheta$,
+   :meth:`attsvm.prove.regions.Region.embed`, in the intervals below);
 2. rebuilds every leaf box from the root by exact halving along its path and checks that the leaves tile the root
    box (:func:`attsvm.prove.certificate.coverage_problem`);
 3. re-decides every leaf from scratch: an ``outside`` leaf by the region's exact exclusion test, a ``proved`` leaf
@@ -30,6 +33,7 @@ their endpoints.
 from __future__ import annotations
 
 import os
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -58,6 +62,34 @@ def _data(rec: Any, where: str) -> Any:
     return from_mapping(m, source=where)
 
 
+def _recorded(leaf: dict[str, Any], key: str) -> tuple[Fraction, Fraction] | None:
+    """A leaf's recorded enclosure ``[lower, upper]`` as exact rationals (None when not recorded)."""
+    rec = leaf.get(key)
+    if rec is None:
+        return None
+    if not (isinstance(rec, list) and len(rec) == 2):
+        raise InputError(f"leaf {leaf.get('path')!r}: {key!r} must be [lower, upper]")
+    lo, hi = (qparse(x, f"leaf {leaf.get('path')!r} {key}") for x in rec)
+    return lo, hi
+
+
+def recorded_problem(leaf: dict[str, Any], centre: Any) -> str | None:
+    r"""The recorded enclosures of a proved leaf against the independent re-evaluation: the recorded lower bound
+    must lie above 0 (the decision the prover wrote down), and the recorded enclosure of $m(c)$ must meet the
+    interval one (two enclosures of the same number always intersect: a recorded value moved off it is tampered)."""
+    from .interval import iv_endpoints
+
+    low = _recorded(leaf, "lower")
+    if low is not None and not low[0] > 0:
+        return f"its recorded lower bound [{low[0]}, {low[1]}] is not above 0"
+    rec = _recorded(leaf, "centre")
+    if rec is not None:
+        a, b = iv_endpoints(centre)
+        if rec[1] < a or b < rec[0]:
+            return "its recorded enclosure of the margin at the centre misses the re-evaluated one"
+    return None
+
+
 def verify_file(path: str | os.PathLike, paths: list[str] | None = None) -> tuple[bool, str]:
     """``(holds, one line)`` for the certificate at ``path`` (module docstring); a malformed file is an
     :class:`~attsvm.errors.InputError`."""
@@ -79,7 +111,9 @@ def verify_file(path: str | os.PathLike, paths: list[str] | None = None) -> tupl
     data = _data(cert["data"], str(path))
     region = from_dict(cert["region"])
     prec = 2 * int(cert["prec"])
-    consts = constants_with(claim, cert["constants"].get("region"))
+    recorded = cert["constants"] if isinstance(cert["constants"], dict) else {}
+    params = {k: v for k, v in recorded.items() if k in claim.params and v != claim.params[k]}
+    consts = constants_with(claim, recorded.get("region"), params)
     try:
         probed = probe_region(claim, data, consts, prec)
     except StatementError as exc:
@@ -107,14 +141,29 @@ def verify_file(path: str | os.PathLike, paths: list[str] | None = None) -> tupl
             lower = iv_lower_bound(iv_value(m_c), m_b, lo, hi)
         except (StatementError, TypeError, ValueError) as exc:
             return f"the interval re-evaluation failed: {exc}"
-        return None if lower > 0 else f"the margin's interval lower bound there is {lower.str(5)}, not > 0"
+        if not lower > 0:
+            return f"the margin's interval lower bound there is {lower.str(5)}, not > 0"
+        return recorded_problem(leaf, iv_value(m_c))
 
     with workprec(prec), ivprec(prec):
         bad = check_leaves(cert, recheck)
     if bad is not None:
         return False, f"{path}: {bad}"
+    tail_line = ""
+    if "tail" in cert:
+        from .tail import recheck as recheck_tail
+
+        spec = str(recorded.get("region", ""))
+        parts = spec.partition(":")[2].split(",")
+        if not spec.startswith("cone:") or len(parts) != 3:
+            return False, f"{path}: a tail needs a cone region (cone:MU,R,R1), the certificate's is {spec!r}"
+        with workprec(prec):
+            why = recheck_tail(cert["tail"], discover(where), data, parts[0], parts[1], region.R1, prec)
+        if why is not None:
+            return False, f"{path}: tail: {why}"
+        tail_line = f"; the tail ‖W‖_F ≥ {parts[2]} re-decided by {cert['tail']['claim']} in {prec}-bit balls"
     n = len(cert["leaves"])
     return True, (
         f"{path}: verified: {claim.id} holds on {region.describe()} for the data in the certificate "
-        f"({n} leaves tile the region's bounding box; every leaf re-decided in {prec}-bit intervals)"
+        f"({n} leaves tile the region's bounding box; every leaf re-decided in {prec}-bit intervals{tail_line})"
     )
