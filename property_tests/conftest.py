@@ -7,6 +7,7 @@ Profiles: ``ci`` (derandomised, small budgets; chosen when ``CI=true``), ``thoro
 from __future__ import annotations
 
 import os
+import signal
 
 # pytest -n 2 on 2 cores: one BLAS/OpenMP thread per worker (oversubscription made one Cholesky 10-100x slower).
 # Set before numpy is imported by any test module.
@@ -15,6 +16,12 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
+
+# A shell starts a background job (``pytest … &``) with SIGINT ignored, and an ignored signal stays ignored across
+# exec: the Ctrl-C tests' subprocesses would then never see their SIGINT. The tests are about attsvm's handling of
+# Ctrl-C, so they run with Python's own handler (a handled signal is reset to the default in a child at exec).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 settings.register_profile(
     "ci",
