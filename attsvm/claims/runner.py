@@ -644,26 +644,36 @@ def claim_in_file(file: str | os.PathLike, claim_id: str) -> Claim:
     raise InputError(f"{file}: no claim {claim_id!r} (was the file edited during the run?)")
 
 
-def task_of(claim: Claim, options: dict[str, Any], db: Any = None) -> ClaimTask:
-    """The :class:`ClaimTask` of ``claim``: by file and id when ``claim`` is the object its file defines, else the
-    claim itself when it pickles; otherwise an :class:`~attsvm.errors.InputError` (a claim changed after
-    discovery, or defined outside a claim file: run it with ``workers=1``)."""
-    fp = fingerprint(claim)
+def travelling(claim: Claim, refusal: str) -> tuple[str | None, Claim | None]:
+    """How ``claim`` reaches a worker process: ``(its file, None)`` when it is the object its file defines (the
+    worker imports the file, :func:`claim_in_file`), else ``(None, claim)`` when it pickles; otherwise an
+    :class:`~attsvm.errors.InputError` ``"claim ID: " + refusal`` (a claim changed after discovery, or defined
+    outside a claim file)."""
     if claim.module and Path(claim.module).is_file():
         try:
             found = claim_in_file(claim.module, claim.id)
         except InputError:
             found = None
         if found is claim:
-            return ClaimTask(claim.id, str(claim.module), None, fp, dict(options), db, os.getcwd())
+            return str(claim.module), None
     try:
         pickle.dumps(claim)
     except Exception:  # noqa: BLE001 - pickle raises many types
-        raise InputError(
-            f"claim {claim.id}: a parallel check runs claims found in claim files (attsvm.claims.discover), and this "
-            "one is not the claim its file defines nor can it be pickled; run it with -n 1"
-        ) from None
-    return ClaimTask(claim.id, None, claim, fp, dict(options), db, os.getcwd())
+        raise InputError(f"claim {claim.id}: {refusal}") from None
+    return None, claim
+
+
+def task_of(claim: Claim, options: dict[str, Any], db: Any = None) -> ClaimTask:
+    """The :class:`ClaimTask` of ``claim``: by file and id when ``claim`` is the object its file defines, else the
+    claim itself when it pickles; otherwise an :class:`~attsvm.errors.InputError` (:func:`travelling`: run it with
+    ``workers=1``)."""
+    fp = fingerprint(claim)
+    file, obj = travelling(
+        claim,
+        "a parallel check runs claims found in claim files (attsvm.claims.discover), and this one is not the claim "
+        "its file defines nor can it be pickled; run it with -n 1",
+    )
+    return ClaimTask(claim.id, file, obj, fp, dict(options), db, os.getcwd())
 
 
 def run_claim_task(task: ClaimTask) -> ClaimResult:

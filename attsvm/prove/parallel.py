@@ -34,7 +34,6 @@ import pickle
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -157,26 +156,14 @@ def claim_source(
     """The :class:`ClaimSource` of a proof of ``claim`` on ``data``: by file and id when ``claim`` is the object its
     file defines (:attr:`~attsvm.claims.api.Claim.module`), else the claim itself when it pickles; otherwise an
     :class:`~attsvm.errors.InputError` (prove it with ``-n 1``)."""
-    from ..claims.runner import claim_in_file, fingerprint
+    from ..claims.runner import fingerprint, travelling
 
     fp = fingerprint(claim)
-    file, obj = None, None
-    if claim.module and Path(claim.module).is_file():
-        try:
-            found = claim_in_file(claim.module, claim.id)
-        except InputError:
-            found = None
-        if found is claim:
-            file = str(claim.module)
-    if file is None:
-        try:
-            pickle.dumps(claim)
-        except Exception:  # noqa: BLE001 - pickle raises many types
-            raise InputError(
-                f"claim {claim.id}: a parallel proof (-n N) runs a claim found in a claim file, and this one is not "
-                "the claim its file defines nor can it be pickled; prove it with -n 1"
-            ) from None
-        obj = claim
+    file, obj = travelling(
+        claim,
+        "a parallel proof (-n N) runs a claim found in a claim file, and this one is not the claim its file defines "
+        "nor can it be pickled; prove it with -n 1",
+    )
     params = dict(params or {})
     blob = pickle.dumps((claim.id, file, fp, data, region_spec, sorted(params.items()), region.to_dict(), int(prec)))
     key = hashlib.sha256(blob).hexdigest()
