@@ -20,7 +20,7 @@ default folder :func:`attsvm.paths.numerics_dir`) defining
 ==============  ==========================================================================================
 
 Options are set by ``reproduce(..., options={"reference": "scs"})`` or on the command line by
-``attsvm reproduce NAME --set KEY=VALUE`` (:func:`parse_assignments`, :func:`resolve_options`,
+``attsvm reproduce NAME --set KEY=VALUE`` (:func:`attsvm.cli.options.parse_assignments`, :func:`resolve_options`,
 :func:`select_options`); an unknown key or a value the spec does not allow is bad input, found before anything
 runs. The values are recorded in ``NAME.json`` (``settings.options``), in the manifest (``options``) and in the
 caption's run line.
@@ -308,21 +308,6 @@ def spec_options(mod: ModuleType) -> dict[str, Option]:
         except ValueError as exc:
             raise InputError(f"{where}: OPTIONS[{key!r}]: default {_show(opt.default)} not allowed ({exc})") from None
         out[key] = opt
-    return out
-
-
-def parse_assignments(items: Iterable[str], option: str = "--set") -> dict[str, str]:
-    """``["KEY=VALUE", ...]`` (``--set``, repeatable) as ``{KEY: "VALUE"}``; a malformed item or a key given
-    twice is bad input."""
-    out: dict[str, str] = {}
-    for item in items:
-        key, eq, value = str(item).partition("=")
-        key = key.strip()
-        if not eq or not key:
-            raise InputError(f"{option} takes KEY=VALUE, got {item!r}")
-        if key in out:
-            raise InputError(f"{option}: option {key!r} given twice")
-        out[key] = value
     return out
 
 

@@ -18,8 +18,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from attsvm.cli import main
+from attsvm.cli.options import parse_assignments
 from attsvm.errors import InputError
-from attsvm.experiments import Option, parse_assignments, reproduce, resolve_options, select_options, spec_options
+from attsvm.experiments import Option, reproduce, resolve_options, select_options, spec_options
 
 # Each spec records what run() saw (the options and their types) in its result and appends its name to the file
 # RAN next to it, so that a test can tell whether anything ran.

@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 
 from ..errors import InputError
+from .options import parse_assignments
 
 __all__ = ["add_parser", "run"]
 
@@ -78,13 +80,13 @@ def _claim(paths: list[str], claim_id: str):
 
 
 def parse_params(items: list[str]) -> dict[str, object]:
-    """``--set KEY=VALUE`` items as a dict: VALUE an int, else a float, else the word itself."""
+    """``--set KEY=VALUE`` items (:func:`~attsvm.cli.options.parse_assignments`) as a dict: VALUE an int, else a
+    finite float, else the word itself."""
     out: dict[str, object] = {}
-    for item in items:
-        key, sep, val = item.partition("=")
-        if not sep or not key.strip() or not val.strip():
-            raise InputError(f"--set {item!r}: write KEY=VALUE")
-        text = val.strip()
+    for key, text in parse_assignments(items).items():
+        text = text.strip()
+        if not text:
+            raise InputError(f"--set {key}=: write KEY=VALUE")
         value: object = text
         for kind in (int, float):
             try:
@@ -92,9 +94,9 @@ def parse_params(items: list[str]) -> dict[str, object]:
                 break
             except ValueError:
                 continue
-        if isinstance(value, float) and not (value == value and abs(value) != float("inf")):
-            raise InputError(f"--set {item!r}: the value must be finite")
-        out[key.strip()] = value
+        if isinstance(value, float) and not math.isfinite(value):
+            raise InputError(f"--set {key}={text}: the value must be finite")
+        out[key] = value
     return out
 
 

@@ -92,11 +92,11 @@ def run(args) -> int:
         discover,
         experiment_pool,
         load_spec,
-        parse_assignments,
         reproduce,
         select_options,
     )
     from ..figures import check_dpi, parse_formats
+    from .options import parse_assignments
 
     if args.device not in ("cpu", "cuda") and not str(args.device).startswith("cuda:"):
         raise InputError(f"--device must be cpu or cuda, got {args.device!r}")

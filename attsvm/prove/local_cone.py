@@ -17,7 +17,6 @@ number). Used by the claims ``cone-descent``, ``cone-descent-control``, ``cone-d
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
 from typing import Any
 
@@ -25,16 +24,16 @@ import numpy as np
 
 from ..claims.api import Outcome
 from ..errors import InputError
+from .frame import round_down
 from .regions import Cone, parse
 
-__all__ = ["lemma_cone", "round_down"]
+__all__ = ["lemma_cone", "mu_down"]
 
 
-def round_down(x: float, bits: int = 3) -> Fraction:
-    """The largest number m·2^e ≤ x(1 − 2^-30) with an integer m < 2^bits (x > 0): exact, a little below x."""
-    x = x * (1 - 2.0**-30)
-    e = math.floor(math.log2(x)) - bits + 1
-    return Fraction(math.floor(x / 2.0**e)) * Fraction(2) ** e
+def mu_down(x: float, bits: int = 3) -> Fraction:
+    """$x(1-2^{-30})$ rounded down to ``bits`` significant bits (:func:`attsvm.prove.frame.round_down`; $x>0$):
+    exact, a little below $x$."""
+    return round_down(Fraction(x) * (1 - Fraction(1, 2**30)), bits)
 
 
 def lemma_cone(case: Any, locally_optimal: bool = True, every_input: bool = False) -> Any:
@@ -73,7 +72,7 @@ def lemma_cone(case: Any, locally_optimal: bool = True, every_input: bool = Fals
     spec = parse(str(case.hypotheses["region"]), D.d * D.d, direction=np.ones(D.d * D.d), shape=(D.d, D.d))
     if not isinstance(spec, Cone):
         raise InputError(f"this claim's region is a cone (cone:MU,R,R1), got {spec.describe()}")
-    mu = min(spec.mu, round_down(k.to_float(mu_lemma)))
+    mu = min(spec.mu, mu_down(k.to_float(mu_lemma)))
     if k.hp and not bool(k.scalar(mu) <= mu_lemma):
         return Outcome(ok=True, inconclusive="mu <= mu_alpha not proved in balls")
     # case.param(cone, direction=axis) takes the axis exactly; ",axes": proved in W's own coordinates

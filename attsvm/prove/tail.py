@@ -49,13 +49,21 @@ class TailProof:
         return f"‖W‖_F ≥ {self.R1} by the tail lemma {self.claim} (margin {self.margin.str(5, radius=False)} > 0)"
 
 
-def unbounded(spec: str | None) -> tuple[str, str] | None:
-    """``(MU, R)`` of a spec ``cone:MU,R,inf`` (None for any other spec)."""
+def cone_parts(spec: str | None) -> tuple[str, str, str] | None:
+    """``(MU, R, R1)`` as written in a spec ``cone:MU,R,R1`` (None for any other spec)."""
     if spec is None:
         return None
-    kind, _, rest = spec.strip().partition(":")
+    kind, _, rest = str(spec).strip().partition(":")
     parts = [t.strip() for t in rest.split(",")]
-    if kind.strip().lower() != "cone" or len(parts) != 3 or parts[2].lower() not in ("inf", "∞"):
+    if kind.strip().lower() != "cone" or len(parts) != 3:
+        return None
+    return parts[0], parts[1], parts[2]
+
+
+def unbounded(spec: str | None) -> tuple[str, str] | None:
+    """``(MU, R)`` of a spec ``cone:MU,R,inf`` (None for any other spec)."""
+    parts = cone_parts(spec)
+    if parts is None or parts[2].lower() not in ("inf", "∞"):
         return None
     return parts[0], parts[1]
 

@@ -151,11 +151,12 @@ def verify_file(path: str | os.PathLike, paths: list[str] | None = None) -> tupl
         return False, f"{path}: {bad}"
     tail_line = ""
     if "tail" in cert:
+        from .tail import cone_parts
         from .tail import recheck as recheck_tail
 
-        spec = str(recorded.get("region", ""))
-        parts = spec.partition(":")[2].split(",")
-        if not spec.startswith("cone:") or len(parts) != 3:
+        spec = recorded.get("region")
+        parts = cone_parts(spec)
+        if parts is None:
             return False, f"{path}: a tail needs a cone region (cone:MU,R,R1), the certificate's is {spec!r}"
         with workprec(prec):
             why = recheck_tail(cert["tail"], discover(where), data, parts[0], parts[1], region.R1, prec)
