@@ -33,6 +33,7 @@ PORTED = (
     "cone-descent",
     "cone-descent-every-input",
     "cone-descent-tail",
+    "cone-descent-radial",
     "cone-invariance",
     "no-stationary-equal-scores",
 )

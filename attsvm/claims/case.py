@@ -331,9 +331,9 @@ class Case:
         el = st.floats(-scale, scale, allow_nan=False, allow_infinity=False, width=64)
         return self.draw(hnp.arrays(np.float64, (rows, cols), elements=el))
 
-    def param(self, region: Any = None, direction: Any = None) -> np.ndarray:
+    def param(self, region: Any = None, direction: Any = None, shape: tuple[int, ...] | None = None) -> np.ndarray:
         r"""The parameter the claim quantifies over, $\theta\in\mathcal R$, as a (d, d) array (region statements,
-        :mod:`attsvm.prove`).
+        :mod:`attsvm.prove`), or of ``shape`` (e.g. ``(1,)`` for a radius $r$ in ``box:R,R1``).
 
         ``region``: a :class:`attsvm.prove.regions.Region` or a spec (``"ball:3"``, ``"annulus:1,5"``,
         ``"cone:MU,R,R1"``, ``"box:LO,HI"``); default the claim's ``hypotheses["region"]``. ``direction``: the
@@ -346,12 +346,12 @@ class Case:
         raw = self.raw_data
         if raw is None:
             raise ValueError("case.param needs a data set (the region's dimension is d*d)")
-        shape = (int(raw.d), int(raw.d))
+        shape = (int(raw.d), int(raw.d)) if shape is None else tuple(int(x) for x in shape)
         if isinstance(spec, Region):
             reg = spec
         else:
             axis = None if direction is None else _exact_vector(direction)
-            reg = parse(str(spec), shape[0] * shape[1], direction=axis, shape=shape)
+            reg = parse(str(spec), int(np.prod(shape)), direction=axis, shape=shape)
         if self.prover is not None:
             return self.prover(reg, shape)
         return np.asarray(reg.draw(self, shape))

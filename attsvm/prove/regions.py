@@ -298,6 +298,8 @@ class Box(Region):
         return {"lo": _texts(self.lo), "hi": _texts(self.hi)}
 
     def describe(self) -> str:
+        if self.p == 1:
+            return f"interval [{show(self.lo[0])}, {show(self.hi[0])}]"
         if len(set(self.lo)) == 1 and len(set(self.hi)) == 1:
             return f"box [{show(self.lo[0])}, {show(self.hi[0])}]^{self.p}"
         if self.p <= 4:

@@ -159,7 +159,8 @@ def verify_file(path: str | os.PathLike, paths: list[str] | None = None) -> tupl
         if parts is None:
             return False, f"{path}: a tail needs a cone region (cone:MU,R,R1), the certificate's is {spec!r}"
         with workprec(prec):
-            why = recheck_tail(cert["tail"], discover(where), data, parts[0], parts[1], region.R1, prec)
+            R1 = qparse(parts[2], "region R1")  # the compact part's outer radius (a cone's R1, or a radius box's HI)
+            why = recheck_tail(cert["tail"], discover(where), data, parts[0], parts[1], R1, prec)
         if why is not None:
             return False, f"{path}: tail: {why}"
         tail_line = f"; the tail ‖W‖_F ≥ {parts[2]} re-decided by {cert['tail']['claim']} in {prec}-bit balls"

@@ -40,6 +40,10 @@ import numpy as np
 
 from attsvm.claims import Outcome, claim
 from attsvm.prove.local_cone import lemma_cone
+from attsvm.prove.tail import cone_parts
+
+#: the data of the lemmas here: the strategy's locally optimal alpha != opt, small sizes
+LOCAL = {"data": "locally_optimal", "n": (1, 3), "T": (3, 4), "d": (2, 3)}
 
 
 def descent_margin(k, D, W, Wa, loss: str):
@@ -81,7 +85,7 @@ def _descent(case, locally_optimal: bool, every_input: bool = False):
     title="alpha locally optimal: <grad L(W), W^mm_alpha> < 0 on the cone C_{mu,R}(W^mm_alpha), R <= |W| <= R1",
     origin="paper",
     source="THEORY §8 Region statements (cone-descent); 2308.16898, local convergence lemma",
-    hypotheses={"data": "locally_optimal", "n": (1, 3), "T": (3, 4), "d": (2, 3), "region": "cone:1,4,16"},
+    hypotheses={**LOCAL, "region": "cone:1,4,16"},
     params={"loss": "logistic"},
     depends=("gd-local-cone", "softmax-decay"),
     examples=20,
@@ -96,14 +100,7 @@ def cone_descent(case):
     title="cone-descent with delta_alpha over every input (also those without a support token)",
     origin="derived",
     source="THEORY §8 Region statements (cone-descent-every-input); the correction of cone-descent's mu",
-    hypotheses={
-        "data": "locally_optimal",
-        "n": (1, 3),
-        "T": (3, 4),
-        "d": (2, 3),
-        "region": "cone:1,4,16",
-        "tail": "cone-descent-tail",
-    },
+    hypotheses={**LOCAL, "region": "cone:1,4,16", "tail": "cone-descent-tail"},
     params={"loss": "logistic"},
     depends=("cone-descent",),
     examples=20,
@@ -129,6 +126,31 @@ def cone_descent_every_input(case):
 def cone_descent_control(case):
     """The descent statement of cone-descent, for an alpha that is not locally optimal."""
     return _descent(case, locally_optimal=False)
+
+
+def gap_bounds(k, D, axis, mu):
+    r"""``(lo, up)``: for every input $i$ and visible token $t\ne\alpha_i$, the bounds
+    $\ell_{it}\le e_{it}/r\le u_{it}$ of the score gap $e_{it}=(x_{i\alpha_i}-x_{it})^\top Wz_i$ over the cone's
+    sphere $\{W=rU:\ \|U\|_F=1,\ \mathrm{corr}(U,W^\circ)\ge1-\mu\}$:
+    $\ell,u=(x_{i\alpha_i}-x_{it})^\top\hat W^\circ z_i\mp\sqrt{2\mu}\,\|x_{i\alpha_i}-x_{it}\|\|z_i\|$
+    ($\|U-\hat W^\circ\|_F^2=2-2\,\mathrm{corr}\le2\mu$, then Cauchy–Schwarz), keyed ``(i, t)``."""
+    alpha = np.asarray(D.selection)
+    Ax = k.array(np.array([[Fraction(float(x)) for x in row] for row in np.asarray(axis)], dtype=object))
+    an = k.norm(Ax)
+    root = k.sqrt(k.scalar(2 * Fraction(mu)))
+    ho = k.logits(D, Ax)
+    zn = k.sqrt(np.sum(D.Z * D.Z, axis=-1))
+    lo, up = {}, {}
+    for i in range(D.N):
+        a = int(alpha[i])
+        for t in range(D.T):
+            if t == a or not (D.mask is None or D.mask[i, t]):
+                continue
+            dx = D.X[i, a] - D.X[i, t]
+            b = k.sqrt(np.sum(dx * dx)) * zn[i]
+            lo[i, t] = (ho[i, a] - ho[i, t]) / an - root * b
+            up[i, t] = (ho[i, a] - ho[i, t]) / an + root * b
+    return lo, up
 
 
 def tail_bound(k, D, Wa, axis, mu, R1):
@@ -158,23 +180,15 @@ def tail_bound(k, D, Wa, axis, mu, R1):
     $\mathrm{Cov}_{s_i}(\gamma_i,h_i)$ can be negative for every large $r$."""
     g = D.gamma
     alpha = np.asarray(D.selection)
-    Ax = k.array(np.array([[Fraction(float(x)) for x in row] for row in np.asarray(axis)], dtype=object))
-    an = k.norm(Ax)
-    root = k.sqrt(k.scalar(2 * Fraction(mu)))
     R1 = k.scalar(Fraction(R1))
     h = k.logits(D, Wa)
-    ho = k.logits(D, Ax)
-    zn = k.sqrt(np.sum(D.Z * D.Z, axis=-1))
+    lo, up = gap_bounds(k, D, axis, mu)
     one = k.scalar(1)
-    lo, up, neg, refs, w_hi, sig = {}, {}, [], [], [], []
+    neg, refs, w_hi, sig = [], [], [], []
     for i in range(D.N):
         a = int(alpha[i])
         vis = [t for t in range(D.T) if t != a and (D.mask is None or D.mask[i, t])]
         for t in vis:
-            dx = D.X[i, a] - D.X[i, t]
-            b = k.sqrt(np.sum(dx * dx)) * zn[i]
-            lo[i, t] = (ho[i, a] - ho[i, t]) / an - root * b
-            up[i, t] = (ho[i, a] - ho[i, t]) / an + root * b
             if not bool(lo[i, t] > 0):
                 return k.scalar(-1), {"why": f"token ({i}, {t}) is not separated from alpha on the cone"}
             c = (g[i, a] - g[i, t]) * (h[i, a] - h[i, t])
@@ -207,12 +221,101 @@ def tail_bound(k, D, Wa, axis, mu, R1):
     return best, {"reference": ref}
 
 
+def radial_bound(k, D, Wa, axis, mu, r):
+    r"""$B(r)$: a lower bound of $-\langle\nabla\mathcal L(W),W^{mm}_\alpha\rangle\,e^{rc_0}$ over the cone's sphere
+    $\{W\in\mathcal C_{\mu}(W^\circ):\|W\|_F=r\}$ (logistic loss), so that $B(r)>0$ for every $r\in[R,R_1]$ proves
+    ``cone-descent-every-input`` on $R\le\|W\|_F\le R_1$ (the *radial reduction*: nine or four coordinates become
+    one).
+
+    With $\rho_{it}=s_{it}/s_{i\alpha_i}=e^{-e_{it}}$, $e_{it}\in[r\ell_{it},ru_{it}]$ (:func:`gap_bounds`),
+    $c_{t\tau}=(\gamma_{it}-\gamma_{i\tau})(h_{it}-h_{i\tau})$, $h=X_iW^{mm}_\alpha z_i$, the pair form of
+    :func:`descent_margin` reads
+
+    .. math::
+        -n\langle\nabla\mathcal L(W),W^{mm}_\alpha\rangle=\sum_iw_is_{i\alpha_i}^2\Bigl(\sum_{t}\rho_{it}c_{\alpha t}
+        +\sum_{t<\tau}\rho_{it}\rho_{i\tau}c_{t\tau}\Bigr)\qquad(t,\tau\ne\alpha_i).
+
+    Every term with $c>0$ is bounded below with $\rho\ge e^{-ru}$ (products: the sum of the $u$), $s_{i\alpha_i}\ge
+    \sigma_i(r)=(1+\sum_te^{-r\ell_{it}})^{-1}$ and $w_i=-\ell'(u_i)\ge(1+e^{\gamma_{i\alpha_i}+\epsilon_i})^{-1}$;
+    every term with $c<0$ above with $\rho\le e^{-r\ell}$, $s_{i\alpha_i}\le1$ and
+    $w_i\le(1+e^{\gamma_{i\alpha_i}-\epsilon_i})^{-1}$, where $|u_i-\gamma_{i\alpha_i}|\le\epsilon_i=
+    (1-\sigma_i(r))\max_t|\gamma_{it}-\gamma_{i\alpha_i}|$ ($u_i=\sum_ts_{it}\gamma_{it}$). Each bound holds for every
+    $W$ of the sphere separately (the tokens' worst cases need not be attained together: a relaxation). The common
+    factor $e^{rc_0}$ ($c_0$: the smallest upper gap of a positive term, rounded down to $2^{-6}$; any constant keeps
+    the sign) is folded into the exponents, so that the bound is of order 1 at every radius. Written with the kit, so
+    that on an interval of radii $[a,b]$ its enclosure is the bound of the slab and the prover's mean-value form in
+    $r$ tightens it."""
+    g = D.gamma
+    alpha = np.asarray(D.selection)
+    h = k.logits(D, Wa)
+    lo, up = gap_bounds(k, D, axis, mu)
+    one = k.scalar(1)
+    terms = []  # (i, c, lower exponent, upper exponent) of each token and pair term
+    for i in range(D.N):
+        a = int(alpha[i])
+        vis = [t for t in range(D.T) if t != a and (D.mask is None or D.mask[i, t])]
+        for j, t in enumerate(vis):
+            terms.append((i, (g[i, a] - g[i, t]) * (h[i, a] - h[i, t]), lo[i, t], up[i, t]))
+            for tau in vis[j + 1 :]:
+                c = (g[i, t] - g[i, tau]) * (h[i, t] - h[i, tau])
+                terms.append((i, c, lo[i, t] + lo[i, tau], up[i, t] + up[i, tau]))
+    ups = [k.to_float(u) for _, c, _, u in terms if bool(c > 0)]
+    if not ups:
+        return k.scalar(-1), {"why": "no term with a positive coefficient (no support token scores below alpha)"}
+    c0 = k.scalar(Fraction(int(np.floor(min(ups) * 64)), 64))
+    pos = [k.scalar(0)] * D.N
+    neg = [k.scalar(0)] * D.N
+    for i, c, el, eu in terms:
+        if bool(c > 0):
+            pos[i] = pos[i] + c * k.exp(-r * (eu - c0))
+        elif not bool(c == 0):  # negative, or of undecided sign: bounded by |c|
+            neg[i] = neg[i] + k.max(np.array([c, -c], dtype=object)) * k.exp(-r * (el - c0))
+    total = k.scalar(0)
+    for i in range(D.N):
+        a = int(alpha[i])
+        vis = [t for t in range(D.T) if t != a and (D.mask is None or D.mask[i, t])]
+        sig = one / (1 + sum((k.exp(-r * lo[i, t]) for t in vis), k.scalar(0)))
+        spread = k.max(np.array([x for t in vis for x in (g[i, t] - g[i, a], g[i, a] - g[i, t])], dtype=object))
+        eps = (1 - sig) * spread
+        w_lo = one / (1 + k.exp(g[i, a] + eps))
+        w_hi = one / (1 + k.exp(g[i, a] - eps))
+        total = total + w_lo * sig * sig * pos[i] - w_hi * neg[i]
+    return total / D.N, {"c0": k.to_float(c0)}
+
+
+@claim(
+    id="cone-descent-radial",
+    title="the radial bound B(r) > 0 on R <= r <= R1: cone-descent-every-input on that shell, one coordinate",
+    origin="derived",
+    source="THEORY §8 Region statements (cone-descent-radial); the softmax-saturation step of 2308.16898's local lemma",
+    hypotheses={**LOCAL, "region": "cone:1,4,64", "tail": "cone-descent-tail"},
+    params={"loss": "logistic"},
+    depends=("cone-descent-every-input",),
+    examples=20,
+)
+def cone_descent_radial(case):
+    r"""$B(r)>0$ (:func:`radial_bound`) for every radius $r\in[R,R_1]$ of the cone ``cone:MU,R,R1`` of
+    ``cone-descent-every-input`` (the parameter: ``case.param("box:R,R1", shape=(1,))``). It implies
+    $\langle\nabla\mathcal L(W),W^{mm}_\alpha\rangle<0$ for every $W$ of that cone with $R\le\|W\|_F\le R_1$; with
+    ``cone:MU,R,inf`` the tail lemma ``cone-descent-tail`` closes $\|W\|_F\ge R_1$, so the whole cone."""
+    if case.hypotheses["loss"] != "logistic":
+        return Outcome(ok=True, inconclusive="the radial bound is written for the logistic loss")
+    setup = lemma_cone(case, every_input=True)
+    if isinstance(setup, Outcome):
+        return setup
+    D, Wa, cone, info = setup
+    _, R, R1 = cone_parts(cone)
+    r = case.param(f"box:{R},{R1}", shape=(1,))[0]
+    m, detail = radial_bound(case.kit, D, Wa, info.pop("axis"), Fraction(info["mu"]), r)
+    return Outcome(ok=bool(m > 0), margin=m, detail={**info, **detail})
+
+
 @claim(
     id="cone-descent-tail",
     title="tail lemma of cone-descent: Cov_s(gamma, h) > 0 for every input on the cone past R1 (closed-form bound)",
     origin="derived",
     source="THEORY §8 Region statements (cone-descent-tail); the softmax-saturation step of 2308.16898's local lemma",
-    hypotheses={"data": "locally_optimal", "n": (1, 3), "T": (3, 4), "d": (2, 3), "region": "cone:1,4,64"},
+    hypotheses={**LOCAL, "region": "cone:1,4,64"},
     params={"loss": "logistic"},
     depends=("cone-descent-every-input",),
     examples=20,
