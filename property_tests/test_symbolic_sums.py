@@ -50,8 +50,12 @@ def numeric(expr, sizes: dict, seed: int = 0) -> float:
     e = e.subs({t: 1, tau: 2, j: 1, k: 2})
     e = e.doit()
     rnd = random.Random(seed)
-    vals = {x_: sp.Rational(rnd.randint(-9, 9), rnd.randint(1, 5)) for x_ in e.atoms(sp.Indexed)}
-    vals.update({s: sp.Rational(rnd.randint(1, 9), 7) for s in e.free_symbols if s not in sizes})
+    # atoms in a fixed order (a set's order follows the string hash seed) and nonzero values, so that the value of a
+    # planted false identity is the same on every run and a zero entry cannot hide it
+    atoms = sorted(e.atoms(sp.Indexed), key=sp.srepr)
+    vals = {x_: sp.Rational(rnd.choice((-1, 1)) * rnd.randint(1, 9), rnd.randint(1, 5)) for x_ in atoms}
+    free = sorted((s for s in e.free_symbols if s not in sizes), key=sp.srepr)
+    vals.update({s: sp.Rational(rnd.randint(1, 9), 7) for s in free})
     return float(e.xreplace(vals).evalf(30))
 
 
