@@ -238,21 +238,19 @@ class DroppedTerm:
         small = c * (a * a if a > 0 else b * b if b < 0 else 0)
         return tmin, tmax, qmin - small, qmax - big
 
-    def excludes(self, lo, hi):
-        cone = self.cone
-        cone._tq = self._tq
+    def _planted(self, test: str, lo, hi):
+        """The cone's own ``test`` (``excludes`` / ``contains_box``) with this ``_tq`` in place of its own."""
+        self.cone._tq = self._tq
         try:
-            return cone.excludes(lo, hi)
+            return getattr(self.cone, test)(lo, hi)
         finally:
-            del cone._tq
+            del self.cone._tq
+
+    def excludes(self, lo, hi):
+        return self._planted("excludes", lo, hi)
 
     def contains_box(self, lo, hi):
-        cone = self.cone
-        cone._tq = self._tq
-        try:
-            return cone.contains_box(lo, hi)
-        finally:
-            del cone._tq
+        return self._planted("contains_box", lo, hi)
 
 
 class NoClip(DroppedTerm):

@@ -128,6 +128,12 @@ def cone_descent_control(case):
     return _descent(case, locally_optimal=False)
 
 
+def others(D, i: int) -> list[int]:
+    """The visible tokens of input ``i`` other than its selected $\alpha_i$."""
+    a = int(np.asarray(D.selection)[i])
+    return [t for t in range(D.T) if t != a and (D.mask is None or D.mask[i, t])]
+
+
 def gap_bounds(k, D, axis, mu):
     r"""``(lo, up)``: for every input $i$ and visible token $t\ne\alpha_i$, the bounds
     $\ell_{it}\le e_{it}/r\le u_{it}$ of the score gap $e_{it}=(x_{i\alpha_i}-x_{it})^\top Wz_i$ over the cone's
@@ -143,9 +149,7 @@ def gap_bounds(k, D, axis, mu):
     lo, up = {}, {}
     for i in range(D.N):
         a = int(alpha[i])
-        for t in range(D.T):
-            if t == a or not (D.mask is None or D.mask[i, t]):
-                continue
+        for t in others(D, i):
             dx = D.X[i, a] - D.X[i, t]
             b = k.sqrt(np.sum(dx * dx)) * zn[i]
             lo[i, t] = (ho[i, a] - ho[i, t]) / an - root * b
@@ -187,7 +191,7 @@ def tail_bound(k, D, Wa, axis, mu, R1):
     neg, refs, w_hi, sig = [], [], [], []
     for i in range(D.N):
         a = int(alpha[i])
-        vis = [t for t in range(D.T) if t != a and (D.mask is None or D.mask[i, t])]
+        vis = others(D, i)
         for t in vis:
             if not bool(lo[i, t] > 0):
                 return k.scalar(-1), {"why": f"token ({i}, {t}) is not separated from alpha on the cone"}
@@ -253,7 +257,7 @@ def radial_bound(k, D, Wa, axis, mu, r):
     terms = []  # (i, c, lower exponent, upper exponent) of each token and pair term
     for i in range(D.N):
         a = int(alpha[i])
-        vis = [t for t in range(D.T) if t != a and (D.mask is None or D.mask[i, t])]
+        vis = others(D, i)
         for j, t in enumerate(vis):
             terms.append((i, (g[i, a] - g[i, t]) * (h[i, a] - h[i, t]), lo[i, t], up[i, t]))
             for tau in vis[j + 1 :]:
@@ -273,7 +277,7 @@ def radial_bound(k, D, Wa, axis, mu, r):
     total = k.scalar(0)
     for i in range(D.N):
         a = int(alpha[i])
-        vis = [t for t in range(D.T) if t != a and (D.mask is None or D.mask[i, t])]
+        vis = others(D, i)
         sig = one / (1 + sum((k.exp(-r * lo[i, t]) for t in vis), k.scalar(0)))
         spread = k.max(np.array([x for t in vis for x in (g[i, t] - g[i, a], g[i, a] - g[i, t])], dtype=object))
         eps = (1 - sig) * spread
