@@ -180,12 +180,25 @@ class Claim:
         """What a case sees as ``case.hypotheses``: the strategy's parameters and the claim's ``params``."""
         return {**self.hypotheses, **self.params}
 
-    def new_constants(self) -> Any:
+    def new_constants(self, region: str | None = None, params: dict[str, Any] | None = None) -> Any:
         """A fresh :class:`~attsvm.claims.case.Constants` of :attr:`case_hypotheses` for one run of this claim: every
-        case of the run shares it, so the run can tell an undeclared read or a never-read ``params`` entry."""
+        case of the run shares it, so the run can tell an undeclared read or a never-read ``params`` entry.
+
+        ``region``: a region spec in place of the declared ``hypotheses["region"]`` (``attsvm check/prove --region``);
+        ``params``: values in place of declared params of the same names (``--set KEY=VALUE``; any other name is an
+        InputError)."""
+        from ..errors import InputError
         from .case import Constants
 
-        return Constants(self.case_hypotheses, params=tuple(self.params))
+        values = self.case_hypotheses
+        for key, val in (params or {}).items():
+            if key not in self.params:
+                declared = ", ".join(sorted(self.params)) or "none"
+                raise InputError(f"claim {self.id} has no param {key!r} (its params: {declared})")
+            values[key] = val
+        if region is not None:
+            values["region"] = region
+        return Constants(values, params=tuple(self.params))
 
     @property
     def expected(self) -> str:

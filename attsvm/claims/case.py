@@ -120,12 +120,13 @@ class Constants(Mapping):
         """The claim's own constants (``params``) that no case read."""
         return [k for k in self.params if k not in self.read]
 
-    def problem(self, also_read: Any = ()) -> str | None:
+    def problem(self, also_read: Any = (), decided: bool = True) -> str | None:
         """The error in the claim this run's reads show (None when there is none): an undeclared read first, then
-        the ``params`` never read (names in ``also_read`` count as read)."""
+        the ``params`` never read (names in ``also_read`` count as read; not asked when no case was ``decided``:
+        every case stopped at a premise, before the conclusion reads its params)."""
         if self.undeclared:
             return self._miss_text(self.undeclared[0])
-        unread = [k for k in self.unread() if k not in set(also_read)]
+        unread = [k for k in self.unread() if k not in set(also_read)] if decided else []
         if unread:
             names = ", ".join(repr(k) for k in unread)
             return f"declared constant{'s' if len(unread) > 1 else ''} {names} never read (a misspelt name?)"

@@ -96,6 +96,12 @@ def provenance(res: ClaimResult) -> Provenance:
     return Provenance.of("attsvm check", seed=res.seed, budget=res.budget, checks=[what])
 
 
+def _region_of(case: Any) -> str | None:
+    """The region spec the case's claim quantified over (the declared one or ``--region``'s), or None."""
+    h = case.hypotheses
+    return str(h.get("region")) if h is not None and "region" in h else None
+
+
 def save(res: ClaimResult, out_dir: str | os.PathLike, name: str | None = None) -> Path | None:
     """Save ``res``'s failing case (if any) as ``<name>.npz`` + ``.json`` (default name ``<id>-seed<S>``); return
     the ``.npz`` path."""
@@ -121,6 +127,7 @@ def save(res: ClaimResult, out_dir: str | os.PathLike, name: str | None = None) 
         "sizes": res.sizes,
         "data": None if npz is None else npz.name,
         "draws": encode_draw(list(case.draws)),
+        "region": _region_of(case),
         "outcome": None,
         "high_precision": None,
         "commands": commands(res, npz),
@@ -234,7 +241,8 @@ def validate(obj: Any, data: Dataset | None = None, npz_name: str | None = None)
     object of positive integers (null exactly when ``data`` is); ``draws`` a list of encoded draws
     (:func:`encode_draw`: arrays with a numeric dtype and a rectangular payload, data sets that pass the
     data-file checks); ``outcome``/``high_precision`` null or ``{"ok": bool, "margin": ...}``; ``commands`` an
-    object of strings. With ``data`` (the loaded data set) the sizes must be its sizes; with ``npz_name`` (the
+    object of strings; ``region`` (absent in files of earlier versions: the declared one) null or a region spec.
+    With ``data`` (the loaded data set) the sizes must be its sizes; with ``npz_name`` (the
     file asked for) ``data`` must name it."""
     if not isinstance(obj, dict):
         return f"expected a JSON object, got {_tname(obj)}"
@@ -247,7 +255,7 @@ def validate(obj: Any, data: Dataset | None = None, npz_name: str | None = None)
     for k in ("title", "origin", "reason"):
         if k in obj and not isinstance(obj[k], str):
             return f"{k!r} must be a string, got {_tname(obj[k])}"
-    for k in ("file", "confirmation_method"):
+    for k in ("file", "confirmation_method", "region"):
         if obj.get(k) is not None and not isinstance(obj[k], str):
             return f"{k!r} must be a string or null, got {_tname(obj[k])}"
     if not _is_int(obj["seed"]):

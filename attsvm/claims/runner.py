@@ -123,8 +123,9 @@ def shrink_calls(budget: float) -> int:
     return max(200, int(round(budget * DEFAULT_SHRINKS)))
 
 
-def constants_problem(claim: Claim, consts: Any) -> str | None:
-    """The error in ``claim`` that the reads of one run show (module docstring), or None."""
+def constants_problem(claim: Claim, consts: Any, decided: bool = True) -> str | None:
+    """The error in ``claim`` that the reads of one run show (module docstring), or None (``decided``: whether any
+    case of the run got past the premises, :meth:`~.case.Constants.problem`)."""
     named: list[str] = []
     if claim.confirmer is not None:  # a confirm that did not run: the names its source uses count as read
         import inspect
@@ -134,7 +135,7 @@ def constants_problem(claim: Claim, consts: Any) -> str | None:
         except (OSError, TypeError):
             src = ""
         named = [k for k in consts.params if repr(k) in src or f'"{k}"' in src]
-    return consts.problem(also_read=named)
+    return consts.problem(also_read=named, decided=decided)
 
 
 def _evidence(decided: int, undecided: int, what: str, reasons: Any = None, exhausted: bool = False) -> str | None:
@@ -192,6 +193,9 @@ def run_claim(
     db: Any = None,
     prove: int | None = None,
     prove_workers: Any = None,
+    data: Any = None,
+    region: str | None = None,
+    tail: dict[str, Any] | None = None,
 ) -> ClaimResult:
     """Check one claim; return its :class:`ClaimResult` (saving a failing case under ``out`` if given).
 
@@ -200,6 +204,12 @@ def run_claim(
     ``prove_workers``: an open :class:`~attsvm.pool.Pool` of the caller whose workers decide the boxes (None: in
     this process; never given inside a pool's worker).
 
+    ``data``: one data set every case of a universal claim uses (``attsvm check --data``; the search draws only the
+    parameters; the database is neither read nor written). ``region``: a spec in place of the claim's declared
+    region (``--region``); ``tail``: the record (:func:`attsvm.prove.tail.record`) of the tail lemma that closes
+    ``region``'s unbounded rest (``--region cone:MU,R,inf``; ``region`` is then the compact part), reported beside
+    each proof — when it did not close, the claim is not proved and says why.
+
     ``db``: a :class:`~.database.Database` — its stored failures of a universal claim are replayed first, and a
     failing case found is stored (None: no database). ``time_limit``: the user's wall-clock limit of a universal
     search in seconds (None: none; module docstring)."""
@@ -207,7 +217,11 @@ def run_claim(
     validate(claim)
     examples = examples_for(claim, b, examples)
     t0 = time.perf_counter()
-    consts = claim.new_constants()
+    consts = claim.new_constants(region)
+    if data is not None:
+        if claim.kind != "universal":
+            raise InputError(f"claim {claim.id} is empirical (a sweep of runs): a given data set applies to searches")
+        db = None  # its stored failures are on other data sets; a failure here is saved under out
     hit = db.replay(claim, budget=b, device=device) if db is not None and claim.kind == "universal" else None
     if hit is not None:
         res = _base(claim, seed=int(hit.case.seed), budget=b, examples=1, worst_margin=float(hit.outcome.margin))
@@ -219,14 +233,21 @@ def run_claim(
         res = _run_empirical(claim, examples, seed, b, device, consts)
     else:
         keep = PROVE_DATA if prove and "region" in claim.hypotheses else 0
-        res = _run_universal(claim, examples, seed, b, device, time_limit, on_example, consts, keep)
+        res = _run_universal(claim, examples, seed, b, device, time_limit, on_example, consts, keep, data)
         if keep and res.verdict == "verified" and res.error is None:
-            prove_on(claim, res, int(prove), workers=prove_workers)
-    problem = None if hit is not None else constants_problem(claim, consts)
+            if tail is not None and tail.get("status") != "proved":
+                res.detail.pop("data_sets", None)
+                res.reason += f"; not proved: {tail.get('text')} (verdict by sampling on {region})"
+            else:
+                prove_on(claim, res, int(prove), workers=prove_workers, region=region, tail=tail)
+    decided = claim.kind != "universal" or res.outcome is not None or sum(res.decided.values()) > 0
+    problem = None if hit is not None else constants_problem(claim, consts, decided)
     if problem is not None and res.error is None:
         res.verdict, res.error, res.reason = "inconclusive", problem, f"error: {problem}"
     if db is not None and claim.kind == "universal" and hit is None and res.outcome is not None:
         db.store(res)
+    if data is not None:
+        res.reason += f" [on the given data set {_describe_data(data)}]"
     res.seconds = time.perf_counter() - t0
     res.allow_inconclusive = bool(allow_inconclusive)
     failing = res.outcome is not None or res.error is not None  # a failure, or the case the claim broke on
@@ -238,20 +259,32 @@ def run_claim(
     return res
 
 
-def prove_on(claim: Claim, res: ClaimResult, boxes: int, workers: Any = None) -> None:
+def prove_on(
+    claim: Claim,
+    res: ClaimResult,
+    boxes: int,
+    workers: Any = None,
+    region: str | None = None,
+    tail: dict[str, Any] | None = None,
+) -> None:
     """Prove ``claim``'s region statement on the data sets its search kept (``res.detail["data_sets"]``), each
     within ``boxes`` boxes (:func:`attsvm.prove.statement.prove_claim`; ``workers``: an open
     :class:`~attsvm.pool.Pool` for the boxes, or None: in this process), and set ``res``: ``proved`` when every one
     is proved (for those data sets and regions, named in ``res.proofs``); ``refuted`` (rigorous) when the prover
     finds a point of a region whose margin's enclosure is below 0; otherwise it stays ``verified`` (by sampling),
-    with the proofs that did not close named. The result does not depend on ``workers``."""
+    with the proofs that did not close named. The result does not depend on ``workers``. ``region``, ``tail``: as
+    in :func:`run_claim` (a proved tail is named beside each proof, and must use the boxes' cone)."""
     from ..prove.statement import StatementError, prove_claim
+    from ..prove.tail import cone_mismatch
 
     sets = res.detail.pop("data_sets", [])
     proofs = []
     for ds in sets:
         try:
-            rp = prove_claim(claim, ds, max_boxes=boxes, workers=workers)
+            rp = prove_claim(claim, ds, region=region, max_boxes=boxes, workers=workers)
+            why = None if tail is None else cone_mismatch(tail.get("mu"), rp.region)
+            if why is not None:
+                raise StatementError(f"{tail.get('claim')}: {why}")
         except (StatementError, InputError) as exc:
             res.error = str(exc)
             res.verdict, res.reason = "inconclusive", f"error: {exc}"
@@ -268,9 +301,13 @@ def prove_on(claim: Claim, res: ClaimResult, boxes: int, workers: Any = None) ->
             "seconds": round(rp.seconds, 3),
             "method": rp.proof.method,
             "reason": rp.proof.reason,
+            **({} if tail is None else {"tail": tail}),
         }
         for rp in proofs
     ]
+    if tail is not None:
+        for p in res.proofs:
+            p["region"] += f"; {tail['text']}"
     bad = [rp for rp in proofs if rp.status == "refuted"]
     if bad:
         rp = bad[0]
@@ -282,7 +319,7 @@ def prove_on(claim: Claim, res: ClaimResult, boxes: int, workers: Any = None) ->
     if proofs and done == len(proofs):
         res.verdict = "proved"
         res.reason = (
-            f"proved on the {done} data set(s) of the search named in the report ({proofs[0].region.describe()}; "
+            f"proved on the {done} data set(s) of the search named in the report ({res.proofs[0]['region']}; "
             f"{sum(rp.proof.boxes for rp in proofs)} boxes); {res.reason}"
         )
     else:
@@ -302,7 +339,7 @@ def _describe_data(ds: Any) -> str:
     return f"n={ds.n}, T={ds.T}, d={ds.d}, sha256 {h.hexdigest()[:8]}"
 
 
-def _run_universal(claim, examples, seed, b, device, time_limit, on_example, consts, keep=0) -> ClaimResult:
+def _run_universal(claim, examples, seed, b, device, time_limit, on_example, consts, keep=0, data=None) -> ClaimResult:
     from .search import run_search
 
     n = int(examples) if examples is not None else universal_examples(claim, b)
@@ -317,6 +354,7 @@ def _run_universal(claim, examples, seed, b, device, time_limit, on_example, con
         constants=consts,
         on_example=on_example,
         keep=keep,
+        data=data,
     )
     res = _base(claim, seed=seed, budget=b, examples=sr.examples, worst_margin=sr.worst_margin)
     res.inconclusive_cases = sr.inconclusive
@@ -487,6 +525,9 @@ def check(
     workers: int | str | None = None,
     cluster: str | None = None,
     prove: int | None = None,
+    data: Any = None,
+    regions: dict[str, str] | None = None,
+    tails: dict[str, dict[str, Any]] | None = None,
 ) -> Report:
     """Run ``claims`` (dependency order); save failing cases under ``out`` (checked writable first: an
     :class:`~attsvm.errors.InputError` before anything runs); report progress; ``db`` the counterexample database
@@ -498,7 +539,8 @@ def check(
     parallel (module docstring: the same results, in the same order); giving both is bad input
     (:class:`~attsvm.pool.Pool`). One worker (``None``, 1) without a cluster is the serial loop in this process.
     ``prove`` (a box budget, :func:`run_claim`) with a single region claim and a pool: the claim runs in this process
-    and the pool's workers decide its proofs' boxes (module docstring)."""
+    and the pool's workers decide its proofs' boxes (module docstring). ``data``, and per claim id ``regions`` and
+    ``tails``: :func:`run_claim`'s ``data``, ``region`` and ``tail``."""
     from ..pool import Pool
     from .discover import dependency_order
 
@@ -522,16 +564,18 @@ def check(
         out=None if out is None else str(out),
         allow_inconclusive=allow_inconclusive,
         prove=prove,
+        data=data,
     )
+    each = [{**options, "region": (regions or {}).get(c.id), "tail": (tails or {}).get(c.id)} for c in ordered]
     if pool.kind == "serial":
-        results = _check_serial(ordered, options, progress, db)
+        results = _check_serial(ordered, each, progress, db)
     elif prove and len(ordered) == 1 and ordered[0].kind == "universal" and "region" in ordered[0].hypotheses:
         # one region claim: it runs here and the workers decide its proofs' boxes (no pool inside a worker)
-        task_of(ordered[0], options, db)  # a claim that could not travel: InputError, as in any parallel check
+        task_of(ordered[0], each[0], db)  # a claim that could not travel: InputError, as in any parallel check
         with pool:
-            results = _check_serial(ordered, {**options, "prove_workers": pool}, progress, db)
+            results = _check_serial(ordered, [{**each[0], "prove_workers": pool}], progress, db)
     else:
-        tasks = [task_of(c, options, db) for c in ordered]  # a claim that cannot travel: InputError, nothing ran
+        tasks = [task_of(c, o, db) for c, o in zip(ordered, each)]  # one that cannot travel: InputError, nothing ran
         results = _check_parallel(ordered, tasks, pool, progress, db)
     if db is not None and hasattr(db, "record_durations"):
         db.record_durations(results)
@@ -547,10 +591,10 @@ def _depends_refuted(c: Claim, r: ClaimResult, done: dict[str, ClaimResult]) -> 
         r.detail["depends_refuted"] = broken
 
 
-def _check_serial(ordered, options, progress, db):
+def _check_serial(ordered, each, progress, db):
     results: list[ClaimResult] = []
     try:
-        for c in ordered:
+        for c, options in zip(ordered, each):
             if progress is not None:
                 progress.start(c)
             r = run_claim(c, **options, on_example=progress.example if progress is not None else None, db=db)
@@ -753,7 +797,7 @@ def replay(claim: Claim, npz: str | os.PathLike, *, device: str = "cpu") -> Clai
     res.detail = {"replayed": str(Path(npz))}
     case = Case(
         data=ds,
-        hypotheses=claim.new_constants(),
+        hypotheses=claim.new_constants(info.get("region")),
         seed=seed,
         device=device,
         budget=b,

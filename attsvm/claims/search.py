@@ -223,10 +223,13 @@ def run_search(
     constants: Any = None,
     on_example: Any = None,
     keep: int = 0,
+    data: Any = None,
 ) -> SearchResult:
     """Search ``claim`` for a failing case with Hypothesis (see module docstring). ``constants``: the
     :class:`~.case.Constants` every case of the run shares (default: a fresh one of the claim). ``keep``: how many
-    distinct data sets of passing examples to keep in ``data_sets`` (for proving on them, ``attsvm check --prove``)."""
+    distinct data sets of passing examples to keep in ``data_sets`` (for proving on them, ``attsvm check --prove``).
+    ``data``: one data set every case uses (``attsvm check --data FILE``): the search then draws only what the
+    conclusion draws (its parameters), not the data."""
     from hypothesis import HealthCheck, Phase, Verbosity, given, settings, target
     from hypothesis import seed as hseed
     from hypothesis import strategies as st
@@ -234,7 +237,7 @@ def run_search(
     from .. import strategies as strategies_mod
     from ..errors import InfeasibleError, SolverError
 
-    strategy = strategies_mod.for_hypotheses(claim.hypotheses)
+    strategy = strategies_mod.for_hypotheses(claim.hypotheses) if data is None else st.just(data)
     res = SearchResult()
     consts = claim.new_constants() if constants is None else constants
     # the user's time limit (if any) starts after the first example (which pays for imports: torch, sympy, cvxpy)

@@ -5,6 +5,7 @@
     attsvm check [PATH ...] [--only ID ...] [-k EXPR] [--examples N] [--seed S] [--budget ci|default|thorough|X]
                  [--time-limit S] [--json FILE] [--markdown FILE] [--latex FILE] [--device cpu|cuda]
                  [--out DIR] [--replay FILE.npz] [--db DIR | --no-db] [--list] [-n N|auto | --cluster SPEC]
+                 [--prove [--boxes N]] [--data FILE] [--region SPEC]
 
 PATH: claim files or folders (default: the built-in ``proofs/`` collection). Exit 0 when every verdict
 matches its expectation (the policy of :mod:`attsvm.claims.verdict`: true claims ``verified``, expected-false
@@ -19,6 +20,13 @@ counterexample that cannot be saved would be lost) and the ``--db`` folder. The 
 ``--db DIR`` given explicitly is an error when it cannot be written; when the default ``.attsvm/db`` cannot be,
 one ``warning:`` line says so and the run goes on without a database. Reports and counterexamples are written
 atomically; Ctrl-C stops the run (``error: interrupted``, exit 130) without partial files.
+
+``--data FILE`` checks the selected universal claims on that one data set (the search draws only their
+parameters; an empirical claim, a claim that draws no data set or a batch file is bad input); ``--region SPEC``
+replaces the declared region of every selected claim (one that declares none is bad input). With ``--prove``, the
+claims are proved on the given data set; ``cone:MU,R,inf`` (only with ``--prove --data``) is proved as
+``attsvm prove`` does: the claim's tail lemma closes ``‖W‖ ≥ R₁`` first, the search and the boxes take the compact
+part, and the report names both (a tail that does not close leaves the sampled verdict, saying so).
 
 ``-n N`` (``auto``: the usable cores) runs the claims in N worker processes, ``--cluster SPEC`` on a Dask cluster
 (``local``, ``local:N``, ``tcp://HOST:PORT``; :mod:`attsvm.pool`): one claim per task, the same results in the
@@ -89,6 +97,19 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "stays)",
     )
     p.add_argument("--boxes", type=int, default=None, metavar="N", help="--prove: the box budget per data set")
+    p.add_argument(
+        "--data",
+        metavar="FILE",
+        help="check the selected universal claims on this one data set (.npz/.json, as attsvm solve reads): the "
+        "search draws only their parameters (the counterexample database is not used)",
+    )
+    p.add_argument(
+        "--region",
+        metavar="SPEC",
+        help="the region of every selected claim in place of its declared one (each must declare one): ball:R | "
+        "annulus:R0,R1 | box:LO,HI | cone:MU,R,R1 | cone:MU,R,inf (with --prove --data: the claim's tail lemma "
+        "closes the rest, as in attsvm prove)",
+    )
     p.add_argument("--list", action="store_true", help="list the discovered claims and exit")
     add_pool_options(
         p,
@@ -122,6 +143,8 @@ def _check_args(args) -> None:
         raise InputError(f"--examples must be >= 1, got {args.examples}")
     if args.boxes is not None and (args.boxes < 1 or not args.prove):
         raise InputError(f"--boxes N is the box budget of --prove (a positive count), got {args.boxes}")
+    if args.replay and (args.data or args.region):
+        raise InputError("--replay re-evaluates a saved case: --data and --region do not apply")
     if args.time_limit is not None and not (args.time_limit > 0 and math.isfinite(args.time_limit)):
         raise InputError(f"--time-limit must be a positive number of seconds, got {args.time_limit}")
     if args.device == "cuda":
@@ -148,6 +171,52 @@ def _database(args):
         sys.stderr.write(f"warning: {exc}; running without the counterexample database (--no-db: no warning)\n")
         return None
     return Database(DEFAULT)
+
+
+def _given(args, claims) -> tuple:
+    """``--data`` and ``--region`` (module docstring), checked before anything runs: the data set (or None), the
+    region spec per claim id and the tail record per claim id (``cone:MU,R,inf``: the tail closed on the data)."""
+    from ..errors import InputError
+
+    data, regions, tails = None, {}, {}
+    if args.data:
+        from .. import strategies
+        from ..data import load
+
+        data = load(args.data)
+        if getattr(data, "batched", False):
+            raise InputError(f"--data {args.data}: a batch of data sets; give one")
+        for c in claims:
+            if c.kind != "universal" or strategies.for_hypotheses(c.hypotheses) is None:
+                raise InputError(f"--data: claim {c.id} draws no data set (a given data set applies to claims that do)")
+    if args.region:
+        from ..prove.regions import parse
+        from ..prove.tail import compact_part, cone_parts, record, unbounded
+
+        for c in claims:
+            if "region" not in c.hypotheses:
+                raise InputError(f"--region: claim {c.id} declares no region (select region claims with --only)")
+        bounded = args.region
+        if unbounded(args.region) is not None:  # checked, searched (a tail that does not close) as R <= |W| <= 2R
+            from ..prove.boxes import fraction_text
+            from ..prove.certificate import qparse
+
+            mu, R, _ = cone_parts(args.region)
+            bounded = f"cone:{mu},{R},{fraction_text(2 * qparse(R, 'R'))}"
+        dim = 4 if data is None else int(data.d) ** 2
+        parse(bounded, dim, direction=[1] * dim)  # its spelling, before anything runs
+        regions = {c.id: bounded for c in claims}
+        if bounded != args.region:
+            if not (args.prove and data is not None):
+                raise InputError("--region cone:MU,R,inf needs --prove and --data (its tail lemma is proved there)")
+            from ..claims import discover
+
+            everything = discover(args.paths or None)
+            for c in claims:
+                spec, tp = compact_part(c, everything, data, args.region)
+                regions[c.id] = spec or bounded
+                tails[c.id] = record(tp)
+    return data, regions, tails
 
 
 def run(args) -> int:
@@ -179,6 +248,7 @@ def run(args) -> int:
             for c in claims:
                 print(f"{c.id}\t{c.origin}\t{c.kind}\t{c.title}")
             return 0
+        data, regions, tails = _given(args, claims)
         prog = Progress(sys.stderr)
         results = check(
             claims,
@@ -194,6 +264,9 @@ def run(args) -> int:
             workers=args.workers,
             cluster=args.cluster,
             prove=(args.boxes or DEFAULT_BOXES) if args.prove else None,
+            data=data,
+            regions=regions,
+            tails=tails,
         )
     meta = {"seed": args.seed, "budget": budget, "device": args.device}
     if args.json:

@@ -123,17 +123,14 @@ def run(args) -> int:
     claim = _claim(args.paths, args.only)
     params = parse_params(args.params)
     region, tp = args.region, None
-    ub = unbounded(args.region)
-    if ub is not None:  # cone:MU,R,inf: the compact part by boxes, the tail by the claim's tail lemma
+    if unbounded(args.region) is not None:  # cone:MU,R,inf: the compact part by boxes, the tail by the tail lemma
         from ..claims import discover
-        from ..prove.boxes import fraction_text
-        from ..prove.tail import close_tail, tail_claim_of
+        from ..prove.tail import compact_part
 
-        tp = close_tail(tail_claim_of(claim, discover(args.paths or None)), ds, *ub)
-        if tp.status != "proved":
+        region, tp = compact_part(claim, discover(args.paths or None), ds, args.region)
+        if region is None:
             print(f"{claim.id}: unresolved on {args.region}: {tp.describe()}")
             return 1
-        region = f"cone:{ub[0]},{ub[1]},{fraction_text(tp.R1)}"
     if region is not None:
         from ..prove.regions import parse
 
@@ -156,13 +153,11 @@ def run(args) -> int:
         return 1
     cert = certificate(rp)
     if tp is not None:
-        from fractions import Fraction
+        from ..prove.tail import cone_mismatch, record
 
-        from ..prove.tail import record
-
-        mu = getattr(rp.region, "mu", None)  # a cone; a reduction to the radius (a box) states its own cone
-        if tp.mu is None or (mu is not None and Fraction(tp.mu) != mu):
-            print(f"error in the claim: the tail lemma {tp.claim} used another cone (mu {tp.mu})", file=sys.stderr)
+        why = cone_mismatch(tp.mu, rp.region)
+        if why is not None:
+            print(f"error in the claim: {tp.claim}: {why}", file=sys.stderr)
             return 1
         cert["tail"] = record(tp)
         cert["region_text"] += f"; {tp.describe()}"

@@ -76,22 +76,12 @@ class RegionProof:
 
 
 def constants_with(claim: Any, region: str | None, params: dict[str, Any] | None = None) -> Any:
-    """The claim's constants, with ``region`` (a spec) in place of its declared one when given, and ``params``
-    (``attsvm prove --set KEY=VALUE``) in place of declared params of the same names (any other name is an
-    InputError)."""
-    from ..claims.case import Constants
-
-    values = dict(claim.case_hypotheses)
-    for key, val in (params or {}).items():
-        if key not in claim.params:
-            declared = ", ".join(sorted(claim.params)) or "none"
-            raise InputError(f"claim {claim.id} has no param {key!r} (its params: {declared})")
-        values[key] = val
-    if region is not None:
-        values["region"] = region
-    elif "region" not in values:
+    """The claim's constants (:meth:`~attsvm.claims.api.Claim.new_constants`) with ``region`` (a spec) in place of its
+    declared one and ``params`` (``attsvm prove --set KEY=VALUE``) in place of declared params; an InputError when
+    there is no region to prove on."""
+    if region is None and "region" not in claim.hypotheses:
         raise InputError(f"claim {claim.id} declares no region (hypotheses['region']); give one with --region")
-    return Constants(values, params=tuple(claim.params))
+    return claim.new_constants(region, params)
 
 
 def _case(claim: Any, data: Dataset, consts: Any, prec: int) -> Any:

@@ -146,3 +146,27 @@ def recheck(entry: Any, claims: list[Any], data: Any, mu_spec: str, R: str, R1: 
     if not (m is not None and m > 0):
         return f"the tail lemma {entry['claim']}'s margin is not above 0 ({m})"
     return None
+
+
+def compact_part(claim: Any, claims: list[Any], data: Any, spec: str | None) -> tuple[str | None, TailProof | None]:
+    """The region the boxes prove, and the tail proof: ``(spec, None)`` for a bounded ``spec``; for ``cone:MU,R,inf``
+    the claim's tail lemma (found among ``claims``) closed on ``data`` (:func:`close_tail`) and the compact part
+    ``cone:MU,R,R1`` — or, when the tail does not close, ``(None, the unresolved TailProof)``."""
+    from .boxes import fraction_text
+
+    ub = unbounded(spec)
+    if ub is None:
+        return spec, None
+    tp = close_tail(tail_claim_of(claim, claims), data, *ub)
+    if tp.status != "proved":
+        return None, tp
+    return f"cone:{ub[0]},{ub[1]},{fraction_text(tp.R1)}", tp
+
+
+def cone_mismatch(tail_mu: Any, region: Any) -> str | None:
+    """Why a tail proof and the compact part's region do not join (None when they do): the tail lemma must have used
+    the same cone ($\\mu$) as the boxes (a region without a $\\mu$, a reduction to the radius, states its own cone)."""
+    mu = getattr(region, "mu", None)
+    if tail_mu is None or (mu is not None and Fraction(tail_mu) != mu):
+        return f"the tail lemma used another cone (mu {tail_mu})"
+    return None
