@@ -101,6 +101,16 @@ def validate(claim: Claim) -> None:
         raise InputError(f"claim {claim.id}: rate must lie in (0, 1], got {claim.rate}")
 
 
+def takes_data(claim: Claim) -> None:
+    """An :class:`~attsvm.errors.InputError` unless ``claim`` can run on a given data set (``attsvm check --data``):
+    a universal claim whose search draws one (an empirical claim sweeps runs; a claim without a data strategy draws
+    none)."""
+    from .. import strategies
+
+    if claim.kind != "universal" or strategies.for_hypotheses(claim.hypotheses) is None:
+        raise InputError(f"--data: claim {claim.id} draws no data set (a given data set applies to claims that do)")
+
+
 def examples_for(claim: Claim, budget: str | float, examples: int | None = None) -> int | None:
     """The fixed example count of a run: ``examples`` if given, else the claim's ``ci_examples`` at the ``ci``
     budget (None: the budget-scaled count)."""
@@ -219,8 +229,7 @@ def run_claim(
     t0 = time.perf_counter()
     consts = claim.new_constants(region)
     if data is not None:
-        if claim.kind != "universal":
-            raise InputError(f"claim {claim.id} is empirical (a sweep of runs): a given data set applies to searches")
+        takes_data(claim)
         db = None  # its stored failures are on other data sets; a failure here is saved under out
     hit = db.replay(claim, budget=b, device=device) if db is not None and claim.kind == "universal" else None
     if hit is not None:
@@ -293,7 +302,7 @@ def prove_on(
     res.proofs = [
         {
             "data": _describe_data(rp.data),
-            "region": rp.region.describe(),
+            "region": rp.region.describe() + ("" if tail is None else f"; {tail['text']}"),
             "status": rp.status,
             "boxes": rp.proof.boxes,
             "leaves": len(rp.proof.leaves),
@@ -305,9 +314,6 @@ def prove_on(
         }
         for rp in proofs
     ]
-    if tail is not None:
-        for p in res.proofs:
-            p["region"] += f"; {tail['text']}"
     bad = [rp for rp in proofs if rp.status == "refuted"]
     if bad:
         rp = bad[0]
@@ -549,6 +555,8 @@ def check(
     ordered = dependency_order(claims)
     for c in ordered:  # bad hypotheses are bad input: say so before running anything
         validate(c)
+        if data is not None:
+            takes_data(c)
     if out is not None:  # so is a counterexample folder that cannot be written (the CLI names it --out)
         from ..outputs import check_output_dir
 
