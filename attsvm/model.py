@@ -205,11 +205,23 @@ def smoothness_constant(data: Dataset | Arrays, loss: str = "logistic") -> np.nd
     return np.mean(per, axis=-1)
 
 
+def _pow2_unit(A: np.ndarray, ax: tuple[int, ...]) -> np.ndarray:
+    """``A`` divided exactly by the power of two that brings its largest ``|entry|`` over ``ax`` into [1/2, 1)."""
+    with np.errstate(invalid="ignore"):
+        m = np.max(np.abs(A), axis=ax, keepdims=True) if A.size else np.zeros(A.shape[: A.ndim - len(ax)])
+    e = np.frexp(np.where(np.isfinite(m), m, 1.0))[1]
+    return np.ldexp(A, -e)
+
+
 def corr(A: np.ndarray, B: np.ndarray, ndim: int = 2) -> np.ndarray:
     r"""$\mathrm{corr}(A,B)=\langle A,B\rangle/(\|A\|_F\|B\|_F)$ over the last ``ndim`` axes (2: matrices $W$;
-    1: vectors $p$, $v$), broadcasting over the leading ones. NaN where $A$ or $B$ is zero (no direction)."""
-    A, B = np.asarray(A, dtype=np.float64), np.asarray(B, dtype=np.float64)
+    1: vectors $p$, $v$), broadcasting over the leading ones. NaN where $A$ or $B$ is zero (no direction).
+    Scale-safe: each of $A$, $B$ is first divided by the power of two $2^{e}$ with its largest $|\cdot|$ in
+    $[\tfrac12,1)$ (exact, and corr is scale-invariant), so no square overflows or underflows —
+    $\mathrm{corr}(10^{200}I,I)=1$ — and the value is bit-identical to the plain formula wherever that one is
+    representable."""
     ax = tuple(range(-int(ndim), 0))
+    A, B = (_pow2_unit(np.asarray(x, dtype=np.float64), ax) for x in (A, B))
     num = np.sum(A * B, axis=ax)
     den = np.sqrt(np.sum(A * A, axis=ax)) * np.sqrt(np.sum(B * B, axis=ax))
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -262,32 +262,32 @@ def test_bad_target_exits_2_with_one_error_line(tmp_path, capsys, extra):
 
 
 def test_target_svms_are_solved_once_per_data_set_and_selection(tmp_path, capsys, monkeypatch):
-    import attsvm.svm
+    import attsvm.gd.targets
     from attsvm.data import Dataset
 
     a, b = generate.paper_law(3, 4, 3, seed=1), generate.paper_law(3, 4, 3, seed=2)
     path = str(Dataset.stack([a, a, b]).save(tmp_path / "b.npz"))  # runs 0 and 1 share their data set
     calls = []
-    real = attsvm.svm.solve
+    real = attsvm.gd.targets.solve
 
     def counting(ds, alpha=None, *args, **kw):
         calls.append(0)
         return real(ds, alpha, *args, **kw)
 
-    monkeypatch.setattr(attsvm.svm, "solve", counting)
+    monkeypatch.setattr(attsvm.gd.targets, "solve", counting)
     runs = _gd_json(capsys, path, "--steps", "50", "--target", "opt")["runs"]
     pairs = {(d, tuple(r[k])) for d, r in zip("aab", runs) for k in ("target_selection", "selection")}
     assert runs[0] == runs[1] and len(calls) == len(pairs) <= 4
 
 
 def test_a_failed_target_solve_exits_1_after_the_table(tmp_path, capsys, monkeypatch):
-    import attsvm.svm
+    import attsvm.gd.targets
     from attsvm.errors import SolverError
 
     def failing(*args, **kw):
         raise SolverError("planted failure\nsecond line")
 
-    monkeypatch.setattr(attsvm.svm, "solve", failing)
+    monkeypatch.setattr(attsvm.gd.targets, "solve", failing)
     path = str(generate.paper_law(2, 3, 3, seed=2).save(tmp_path / "s.npz"))
     rc, out, err = _call(capsys, "gd", path, "--steps", "5", "--target", "opt", "--json")
     r = json.loads(out)["runs"][0]

@@ -197,6 +197,15 @@ def test_an_overflowing_initial_point_is_refused_as_in_torch():
 
 
 # ---------------------------------------------------------------------- records and progress
+#: every field of a GDResult that reports a number of the run
+FINAL_FIELDS = ("W", "K", "Q", "p", "v", "loss", "norm", "selection", "log_softmax", "max_softmax", "stuck", "steps",
+                "nonfinite_step")  # fmt: skip
+
+
+def _same(x, y) -> bool:
+    return (x is None and y is None) or (x is not None and y is not None and np.array_equal(x, y, equal_nan=True))
+
+
 def test_records_and_progress_change_no_number_and_records_are_the_torch_summaries():
     ds = generate.paper_law(3, 4, 3, seed=1, B=3)
     for kw in ({"param": "W"}, {"param": "KQ", "init": "random"}):
@@ -205,9 +214,14 @@ def test_records_and_progress_change_no_number_and_records_are_the_torch_summari
         b = run(ds, steps=60, kernel="fused", progress=lambda k, n, seen=calls: seen.append((k, n)), **kw)
         c = run(ds, steps=60, kernel="fused", record_every=7, record_params=True, targets={"t": np.eye(3)}, **kw)
         t = run(ds, steps=60, kernel="torch", record_every=7, record_params=True, targets={"t": np.eye(3)}, **kw)
-        for f in ("W", "K", "Q", "steps"):
+        for f in FINAL_FIELDS:  # every reported number, bit for bit (one summary definition for rows and results)
             x, y, z = getattr(a, f), getattr(b, f), getattr(c, f)
-            assert (x is None and y is None) or (np.array_equal(x, y) and np.array_equal(x, z)), f
+            assert _same(x, y) and _same(x, z), f
+        assert a.stop_reason == b.stop_reason == c.stop_reason and a.nonfinite == c.nonfinite
+        u = run(ds, steps=60, kernel="torch", **kw)  # the torch kernel: recording changes no number either
+        assert all(_same(getattr(u, f), getattr(t, f)) for f in FINAL_FIELDS), [
+            f for f in FINAL_FIELDS if not _same(getattr(u, f), getattr(t, f))
+        ]
         ks = [k for k, _ in calls]
         assert ks[0] == 0 and ks[-1] == 60 and ks == sorted(set(ks)) and {n for _, n in calls} == {60}
         assert c.trajectory["step"].tolist() == t.trajectory["step"].tolist() == list(range(0, 61, 7))
@@ -218,7 +232,11 @@ def test_records_and_progress_change_no_number_and_records_are_the_torch_summari
                 ok = np.isfinite(rows)
                 assert _rel(c.trajectory[key][ok], rows[ok]) <= tol("batch_rtol"), key
         # the recorded final row is the run's final fields bit for bit (what the shards' padding relies on)
-        assert np.array_equal(c.trajectory["norm"][-1], c.norm) or c.trajectory["step"][-1] != 60
+        for kernel in ("fused", "torch"):
+            r = run(ds, steps=60, kernel=kernel, record_every=12, **kw)
+            assert r.trajectory["step"][-1] == 60
+            for key in ("loss", "norm", "selection", "max_softmax", "stuck"):
+                assert np.array_equal(r.trajectory[key][-1], getattr(r, key)), (kernel, key)
 
 
 def test_progress_when_every_run_stops_early():

@@ -23,8 +23,8 @@ from attsvm.gd import (
     token_weights,
     token_weights_logdomain,
 )
-from attsvm.gd.algorithms import Problem, forward, gradients
 from attsvm.gd.model_torch import log_softmax_t, log_weight_max, logits_W, token_weights_logdomain_pairwise
+from attsvm.gd.steps import Problem, forward, gradients
 
 KINDS = ("cross", "self", "sequence", "causal")
 HEADS = ("linear", "relu", "quadratic")

@@ -15,8 +15,8 @@ import torch
 from attsvm import gd
 from attsvm import highprec as hp
 from attsvm.errors import InputError
-from attsvm.gd.algorithms import Problem, forward, gradients
 from attsvm.gd.model_torch import TorchData, ntp_square_head
+from attsvm.gd.steps import Problem, forward, gradients
 from attsvm.ntp.data import NTPData
 from attsvm.ntp.generate import ntp
 from attsvm.ntp.loss import smoothness_constant

@@ -31,9 +31,10 @@ from attsvm.cli import main
 from attsvm.data import Dataset
 from attsvm.errors import InputError
 from attsvm.gd import run
+from attsvm.gd.options import fro_bound
 from attsvm.gd.ranges import adam_entry_bound
 from attsvm.gd.reference import log_gradient
-from attsvm.gd.steepest import direction, fro_bound
+from attsvm.gd.steepest import direction
 from attsvm.model import Arrays
 
 DS = generate.paper_law(3, 4, 5, seed=7)

@@ -22,8 +22,8 @@ from attsvm import generate
 from attsvm.cli import main
 from attsvm.errors import InputError
 from attsvm.gd import fused, run
-from attsvm.gd.engine import trajectory_bytes
 from attsvm.gd.shards import run_sharded
+from attsvm.gd.spec import trajectory_bytes
 from attsvm.pool import Pool
 from attsvm.progress import Progress
 from attsvm.tolerances import table

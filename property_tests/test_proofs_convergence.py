@@ -3,7 +3,7 @@
 * engine: the log-domain gradient of the numpy reference stepper (:mod:`attsvm.gd.reference`) equals the closed
   form; the reference stepper equals the torch engine; a float64 stretch equals its 50-digit replay
   (:func:`attsvm.highprec.replay`); the slope of a trapped input's $\\log s_{\\mathrm{opt}}$ equals the slope
-  predicted by its SVM deficit (:mod:`attsvm.gd.trap`);
+  predicted by its SVM deficit (:mod:`attsvm.claims.trap`);
 * ``gd-global-equal-scores``: the pinned counterexample for the literal statement (plain GD,
   $\\eta=1/L_W$, $W_0=0$) is trapped, confirmed at 50 digits;
 * details of some §4 verdicts (the verdicts themselves: ``test_claims_registry``, for every claim).
@@ -16,7 +16,7 @@ import pytest
 
 from attsvm import gd
 from attsvm import highprec as hp
-from attsvm.claims import discover, run_claim
+from attsvm.claims import discover, run_claim, trap
 from attsvm.generate import equal_scores, paper_law
 from attsvm.model import Arrays, grad_W
 from attsvm.paths import proofs_dir
@@ -77,7 +77,7 @@ def test_trapped_slope_matches_deficit_prediction():
     # d log s_opt / d||W|| of the trapped input = -deficit / ||W'|| (THEORY §4, gd-global-equal-scores)
     ds = _pinned()
     r = gd.ngd_reference(ds, np.zeros((3, 3)), 3000, record_every=300)
-    t = gd.trap_analysis(ds, r.W, r.log_s[-1])
+    t = trap.trap_analysis(ds, r.W, r.log_s[-1])
     assert t.wrong == [3] and t.trapped
     i = t.wrong[0]
     half = len(r.steps) // 2
@@ -89,7 +89,7 @@ def test_trapped_slope_matches_deficit_prediction():
 
 
 def test_trap_sets_contain_the_observed_trap():
-    sets = gd.trap_sets(_pinned())
+    sets = trap.trap_sets(_pinned())
     assert any(S == [3] for S, _ in sets)
     assert all(min(dz) > 1.0 for _, dz in sets)
 
@@ -104,9 +104,9 @@ def test_literal_statement_counterexample_plain_gd_zero_init():
     assert float(np.sum(gW(ds, np.zeros((3, 3))) * Wmm)) < 0  # the initial gradient is "favourable"
     r1 = gd.run(ds, param="W", algo="gd", lr="1/L", steps=15000)
     r2 = gd.run(ds, param="W", algo="gd", lr="1/L", steps=15000, init=r1.W)
-    m, trapped, t = gd.trap_margin(ds, r2.W[0], r2.log_softmax[0], r1.log_softmax[0], float(r2.norm[0]), 0.9, -5.0)
+    m, trapped, t = trap.trap_margin(ds, r2.W[0], r2.log_softmax[0], r1.log_softmax[0], float(r2.norm[0]), 0.9, -5.0)
     assert trapped and m < 0 and t.wrong == [3]
-    rep = gd.trap_replay(ds, r2.W[0], t.wrong, algo="gd", lr="1/L", steps=10)
+    rep = trap.trap_replay(ds, r2.W[0], t.wrong, algo="gd", lr="1/L", steps=10)
     assert rep["mp_vs_float64_rel"] <= tol("replay_rtol") and rep["trapped"] and rep["share_falling"]
 
 

@@ -96,27 +96,26 @@ def test_copies_of_the_registries_agree():
     """The replay's own names (written independently) and the CLI's (no heavy imports at parse time) are the
     declared ones."""
     from attsvm.cli import solve as cli_solve
-    from attsvm.gd import settings
+    from attsvm.gd import algos, options
     from attsvm.gd.engine import KERNELS
     from attsvm.gd.init import PARAMS
     from attsvm.highprec import gd as hgd
     from attsvm.svm import NORMS, PROGRAM_CHECKS, PROGRAMS
     from attsvm.svm.eqsvm import NORMS as EQ_NORMS
 
-    assert hgd.PARAMS == PARAMS and set(hgd.ALGOS) == set(settings.ALGOS)
-    assert (hgd.NORMS, hgd.SCHEDULES, hgd.NORMALIZE) == (settings.NORMS, settings.SCHEDULES, settings.NORMALIZE)
-    assert set(hgd.MIRROR_PARAMS) == set(settings.ALGO_CHECKS["md"]) == set(settings.ALGO_CHECKS["nmd"])
+    assert hgd.PARAMS == PARAMS and set(hgd.ALGOS) == set(algos.ALGOS)
+    assert (hgd.NORMS, hgd.SCHEDULES, hgd.NORMALIZE) == (options.NORMS, options.SCHEDULES, options.NORMALIZE)
     assert cli_solve.PROGRAMS == (*PROGRAMS, "ntp") and cli_solve.NORMS == NORMS
     assert set(NORMS) == {n for norms in PROGRAM_CHECKS.values() for n in norms}
     assert EQ_NORMS == ("fro", "nuc")
     gd_cli = _cli_choices("gd")
     declared = {
         "param": PARAMS,
-        "algo": settings.ALGOS,
-        "norm": settings.NORMS,
-        "schedule": settings.SCHEDULES,
-        "normalize": settings.NORMALIZE,
-        "loss": settings.LOSSES,
+        "algo": algos.ALGOS,
+        "norm": options.NORMS,
+        "schedule": options.SCHEDULES,
+        "normalize": options.NORMALIZE,
+        "loss": options.LOSSES,
         "kernel": KERNELS,
     }
     assert {k: gd_cli[k] for k in declared} == declared
@@ -184,8 +183,9 @@ ALGO_SETTINGS = {"md": {"q": 3.0}, "nmd": {"q": 3.0}, "nsd": {"norm": "linf"}}
 def exercise_algos(small):
     from attsvm import gd
     from attsvm.errors import InputError
+    from attsvm.gd.algos import ALGO_CHECKS
     from attsvm.gd.init import PARAMS
-    from attsvm.gd.settings import ALGO_CHECKS
+    from attsvm.highprec import gd as hgd
 
     for algo, per_param in ALGO_CHECKS.items():
         kw = ALGO_SETTINGS.get(algo, {})
@@ -195,7 +195,7 @@ def exercise_algos(small):
                 with pytest.raises(InputError):
                     gd.run(small, param=param, algo=algo, steps=1, init=_init(param, _factors(param, 3)), **kw)
             elif c.exists:
-                assert c.resolve() is hp.replay, (algo, param, c.by)
+                assert c.resolve() is hgd.STEPS[algo], (algo, param, c.by)  # its own 50-digit step, replayed
                 try:
                     dev = _engine_vs_replay(small, param, algo=algo, **kw)
                 except ValueError as exc:
@@ -207,7 +207,7 @@ def exercise_algos(small):
 
 
 def exercise_norms(small):
-    from attsvm.gd.settings import NORMS
+    from attsvm.gd.options import NORMS
 
     for norm in NORMS:
         kw = {"q": 3.0} if norm == "lq" else {}
@@ -217,7 +217,7 @@ def exercise_norms(small):
 
 
 def exercise_schedules(small):
-    from attsvm.gd.settings import SCHEDULES
+    from attsvm.gd.options import SCHEDULES
 
     for schedule in SCHEDULES:
         dev = _engine_vs_replay(small, "W", algo="ngd", schedule=schedule)
@@ -225,7 +225,7 @@ def exercise_schedules(small):
 
 
 def exercise_losses(small):
-    from attsvm.gd.settings import LOSSES, NTP_LOSS
+    from attsvm.gd.options import LOSSES, NTP_LOSS
     from attsvm.ntp.generate import ntp
 
     for loss in LOSSES:
@@ -235,7 +235,7 @@ def exercise_losses(small):
 
 
 def exercise_normalize(small):
-    from attsvm.gd.settings import NORMALIZE
+    from attsvm.gd.options import NORMALIZE
 
     for normalize in NORMALIZE:
         for param in ("KQ", "diag"):

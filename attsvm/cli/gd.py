@@ -26,9 +26,11 @@ input; ``i0,i1,...`` or a file as for ``--alpha``: :func:`attsvm.selection.selec
 ``optimal``, ``infeasible`` (then the corr is null, never a number) or ``solver-error``, plus
 ``target_selection`` and ``selection_matches_target``. The SVM is the Frobenius Att-SVM for ``--param W``, the
 nuclear-norm Att-SVM$^\star$ for ``KQ`` ($W=KQ^\top$) and the prompt SVM $p^{mm}$ for ``p``
-(:class:`TargetSolver`, one solve per distinct data set and selection). The Att-SVM$^\star$ solution set may
+(:class:`attsvm.gd.targets.SVMTargets`, one solve per distinct data set and selection). The Att-SVM$^\star$
+solution set may
 hold more than one point, so ``KQ`` runs also get ``nuc_gap_target`` / ``nuc_gap_final``
-(:meth:`TargetSolver.compare`), which do not depend on the solver's choice. The table's columns and the exit
+(:meth:`attsvm.gd.targets.SVMTargets.compare`), which do not depend on the solver's choice. The table's columns
+and the exit
 codes are explained in ``attsvm gd --help`` (:data:`EPILOG`). A progress display goes to stderr once a run has
 taken ``ATTSVM_PROGRESS_DELAY`` seconds (default 2; :mod:`attsvm.progress`), unless ``--quiet``.
 
@@ -58,22 +60,34 @@ from .options import add_pool_options
 #: text (measured: ``attsvm gd --record-every 1`` grows by 7.5–9 times the arrays, 10–12 times with ``--json``)
 OUTPUT_FACTOR = 12
 
-EPILOG = """\
-algorithms (--algo; every one with --schedule constant lr_k = LR or rsqrt lr_k = LR/sqrt(k+1)):
-  gd    W_k+1 = W_k - lr_k grad L(W_k)                         (plain float gradient)
-  ngd   W_k+1 = W_k - lr_k G/||G||_F, per factor               (log-domain direction G)
-  nsd   W_k+1 = W_k - lr_k Delta_k, Delta_k = argmax_{||Delta|| <= 1} <G, Delta> in --norm:
-        fro G/||G||_F, linf sign(G), l1 the largest |G_ij| (ties share it evenly), spec U V^T
-        (reduced SVD, nonzero singular values only), lq sign(G)|G|^(q*-1)/||G||_q*^(q*-1)
-  md    D_k+1 = D_k - lr_k grad L(W_k), D = sign(W)|W|^(q-1), W = sign(D)|D|^(1/(q-1))
-  nmd   D_k+1 = D_k - lr_k G/||G||_q*, q* = q/(q-1), same D and W
-  adam  m_k = B1 m_k-1 + (1-B1) g_k, v_k = B2 v_k-1 + (1-B2) g_k^2 (entrywise),
-        W_k+1 = W_k - lr_k m_k/(1-B1^(k+1)) / (sqrt(v_k/(1-B2^(k+1))) + EPS)
-  (KQ, vp: each factor separately; the header line names the norm, q, schedule and Adam settings, and --json
+
+def _algorithms_text() -> str:
+    """The algorithms section of the epilog, written from the registry (:mod:`attsvm.gd.algos`)."""
+    from ..gd.algorithm import OPTIONS
+    from ..gd.algos import ALGORITHMS
+
+    out = ["algorithms (--algo; every one with --schedule constant lr_k = LR or rsqrt lr_k = LR/sqrt(k+1)):"]
+    for a in ALGORITHMS.values():
+        lines = a.equation.splitlines()
+        out.append(
+            f"  {a.name:<7}{a.title}: {lines[0]}" if len(a.title) + len(lines[0]) < 100 else f"  {a.name:<7}{a.title}"
+        )
+        rest = lines if len(a.title) + len(lines[0]) >= 100 else lines[1:]
+        out += [f"         {x}" for x in rest]
+        opts = ", ".join(OPTIONS[o].flag for o in a.options)
+        params = "" if len(a.params) == 5 else f"; --param {' and '.join(a.params)} only"
+        out.append(f"         options: {opts or 'none'}{params}; independent check: {a.replay}")
+    out.append(
+        """  (KQ, vp, diag: each factor separately; the header line names the options the algorithm reads, and --json
   gives them under "settings" and the kernel that computed the steps under "kernel": --kernel auto takes the
   compiled CPU kernel "fused" for ngd on W or KQ, linear head, float64 — several times faster, equal to the
   torch kernel to rounding — and the torch kernel "torch" for everything else)
+"""
+    )
+    return "\n".join(out) + "\n"
 
+
+EPILOG_REST = """\
 output columns (one row per run; run b is data set b of the file, in file order):
   run           index of the data set in the file (0 for a single data set)
   steps         updates taken (fewer than --steps when the run stopped early)
@@ -115,66 +129,53 @@ table or JSON is printed first); 2 bad input (one error: line, nothing on stdout
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
+    from ..gd.algorithm import OPTIONS
+    from ..gd.algos import ALGORITHMS
+    from ..gd.engine import KERNELS
+    from ..gd.init import PARAMS
+    from ..gd.options import LOSSES, SCHEDULES
+
     p = subparsers.add_parser(
         "gd",
         help="run gradient descent on attention (batched)",
         description="Run GD / normalised GD / normalised steepest descent / Adam / mirror descent on W, (K,Q), p or "
         "(v,p); batch files run concurrently.",
-        epilog=EPILOG,
+        epilog=_algorithms_text() + EPILOG_REST,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("data", metavar="DATA", help="data set file (.npz or .json; a leading batch axis runs them all)")
     p.add_argument(
         "--param",
-        choices=["W", "KQ", "p", "vp", "diag"],
+        choices=list(PARAMS),
         default="W",
         help="what is trained: W (attention matrix), KQ (W = K Q^T, width --m), p (prompt), vp (head v and "
         "prompt p jointly), diag (diagonal K, Q: W = diag(k * q)) (default: %(default)s)",
     )
     p.add_argument(
         "--algo",
-        choices=["gd", "ngd", "md", "nsd", "adam", "nmd"],
+        choices=list(ALGORITHMS),
         default="ngd",
-        help="gd: plain gradient descent; ngd: normalised GD (unit-norm steps per factor, direction in the log "
-        "domain); md: l_q mirror descent (W and p; needs --q); nsd: normalised steepest descent in --norm "
-        "(W_k+1 = W_k - lr_k Delta_k, Delta_k = argmax_{||Delta|| <= 1} <grad, Delta>, per factor; log-domain "
-        "direction); adam: bias-corrected Adam (--adam-betas, --adam-eps; scale-safe moments); nmd: normalised "
-        "l_q mirror descent, dual D_k+1 = D_k - lr_k grad/||grad||_q* (W and p; needs --q) (default: %(default)s)",
+        help="; ".join(f"{a.name}: {a.title}" for a in ALGORITHMS.values())
+        + " (equations and options below) (default: %(default)s)",
     )
-    p.add_argument(
-        "--norm",
-        choices=["fro", "linf", "l1", "spec", "lq"],
-        default=None,
-        help="--algo nsd: the norm of the steepest direction: fro G/||G||_F (= ngd), linf sign(G) (entrywise), "
-        "l1 the largest-magnitude entry (exact ties share the step evenly), spec U V^T of the reduced SVD "
-        "(Muon-like; nonzero singular directions only), lq sign(G)|G|^(q*-1)/||G||_q*^(q*-1) (needs --q) "
-        "(default: none; required by --algo nsd)",
-    )
-    p.add_argument(
-        "--q", type=float, default=None, help="q > 1: exponent of the mirror-descent potential ||W||_q^q/q "
-        "(--algo md, nmd) or of the l_q norm (--algo nsd --norm lq) (default: none; required there)"
-    )  # fmt: skip
+    for o in OPTIONS.values():  # each algorithm option, with the algorithms that read it (the registry)
+        who = [a.name for a in ALGORITHMS.values() if o.name in a.options]
+        kind: dict[str, Any] = {"choices": list(o.choices)} if o.choices else {"type": o.text}
+        shown = o.default if not isinstance(o.default, tuple) else ",".join(map(str, o.default))
+        p.add_argument(
+            o.flag,
+            dest=o.name,
+            default=None,
+            metavar=o.metavar,
+            help=f"--algo {', '.join(who)}: {o.help} (default: {shown})",
+            **kind,
+        )
     p.add_argument(
         "--schedule",
-        choices=["constant", "rsqrt"],
+        choices=list(SCHEDULES),
         default="constant",
         help="step sizes: constant lr_k = LR, or rsqrt lr_k = LR/sqrt(k+1) for update k = 0, 1, ... (every "
         "--algo) (default: %(default)s)",
-    )
-    p.add_argument(
-        "--adam-betas",
-        default="0.9,0.999",
-        metavar="B1,B2",
-        help="--algo adam: the moment decay rates, 0 <= B1 < sqrt(B2) < 1 (default: %(default)s)",
-    )
-    p.add_argument(
-        "--adam-eps",
-        type=float,
-        default=0.0,
-        metavar="EPS",
-        help="--algo adam: step lr m_hat/(sqrt(v_hat) + EPS); 0 is the algorithm of the theory (the moments are "
-        "kept on a running log-scale, so tiny gradients never give 0/0); torch.optim.Adam uses 1e-8 "
-        "(default: %(default)s)",
     )
     p.add_argument(
         "--lr", default="0.1", help="step size eta (a positive number), or '1/L' for 1/L_W of each data set "
@@ -193,23 +194,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "2.220446049250313e-16, the float64 machine epsilon (default: %(default)s)",
     )
     p.add_argument(
-        "--normalize",
-        choices=["per-factor", "joint"],
-        default="per-factor",
-        help="--algo ngd with several factors (KQ, vp): normalise each factor's gradient (the paper's code) or "
-        "the whole gradient (g_K, g_Q)/||(g_K, g_Q)|| (default: %(default)s)",
-    )
-    p.add_argument(
-        "--grad-eps",
-        type=float,
-        default=0.0,
-        metavar="EPS",
-        help="--algo ngd: step eta g/(||g|| + EPS), the authors' normaliser (their EPS is 2.220446049250313e-16) "
-        "(default: %(default)s, exactly g/||g||)",
-    )
-    p.add_argument(
         "--loss",
-        choices=["logistic", "exponential", "correlation", "nll"],
+        choices=list(LOSSES),
         default=None,
         help="l(u): log(1+e^-u), e^-u, -u, or -log u (nll: the next-token loss, -log of the label's attention mass) "
         "(default: logistic; nll for next-token data)",
@@ -266,7 +252,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--kernel",
-        choices=["auto", "torch", "fused"],
+        choices=list(KERNELS),
         default="auto",
         help="how the steps are computed: the compiled CPU kernel (fused: ngd on W or (K,Q), linear head, float64), "
         "the torch loop (every algorithm, device and dtype), or auto = fused where it applies; docs/gd.md "
@@ -293,18 +279,6 @@ def _lr(text: str) -> Any:
         return float(text)
     except ValueError as exc:
         raise InputError(f"--lr must be a number or '1/L', got {text!r}") from exc
-
-
-def _betas(text: str) -> tuple[float, float]:
-    from ..errors import InputError
-
-    parts = text.split(",")
-    try:
-        if len(parts) != 2:
-            raise ValueError(text)
-        return float(parts[0]), float(parts[1])
-    except ValueError as exc:
-        raise InputError(f"--adam-betas must be two numbers B1,B2, got {text!r}") from exc
 
 
 def _init(text: str, param: str) -> Any:
@@ -358,101 +332,15 @@ def _tolist(a):
     return out.tolist()
 
 
-#: the SVM whose solution --target compares with, by --param
-SVM_OF_PARAM = {"W": "fro", "KQ": "nuc", "p": "prompt"}
-
-
-class TargetSolver:
-    r"""SVM solutions for ``--target``: the Frobenius Att-SVM $W^{mm}_\alpha$ (``fro``), the nuclear-norm
-    Att-SVM$^\star$ (``nuc``) or the prompt SVM $p^{mm}_\alpha$ (``prompt``) of one data set of the batch and a
-    selection, each solved once per distinct (data set, selection) pair (:meth:`get`), and the comparison of a
-    final iterate with it (:meth:`compare`)."""
-
-    def __init__(self, ds, svm: str):
-        self.items = list(ds) if ds.batched else [ds]
-        self.svm = svm
-        self.cache: dict[tuple[bytes, bytes], tuple[str, np.ndarray | None, float | None]] = {}
-        self.errors: dict[int, str] = {}
-        self._digest: dict[int, bytes] = {}
-
-    def key(self, b: int, sel: np.ndarray) -> tuple[bytes, bytes]:
-        """(digest of data set ``b``'s arrays, selection bytes): equal data sets of a batch share their solves."""
-        if b not in self._digest:
-            import hashlib
-
-            it = self.items[b]
-            h = hashlib.sha256(it.kind.encode())
-            for a in (it.X, it.Y, it.Z, it.v):
-                h.update(repr(a.shape).encode())
-                h.update(np.ascontiguousarray(a, dtype=np.float64).tobytes())
-            self._digest[b] = h.digest()
-        return self._digest[b], np.ascontiguousarray(sel, dtype=np.int64).tobytes()
-
-    def get(self, b: int, sel: np.ndarray) -> tuple[str, np.ndarray | None, float | None]:
-        r"""``(status, solution, objective)``: ``"optimal"`` with the (d,d) matrix or (d,) vector and its norm
-        ($\|W\|_F^2$, $\|W\|_\star$ or $\|p\|^2$); ``"infeasible"`` (Farkas-certified by the solver) or
-        ``"solver-error"`` (:class:`~attsvm.errors.SolverError`, first message line in ``errors[b]``) with None."""
-        from ..errors import SolverError
-        from ..svm import solve
-        from ..svm.constraints import program_of
-
-        k = self.key(b, sel)
-        if k not in self.cache:
-            it = self.items[b]
-            sel = np.asarray(sel, dtype=np.int64).reshape(np.shape(it.opt))
-            norm = "nuc" if self.svm == "nuc" else "fro"
-            program = "prompt" if self.svm == "prompt" else program_of(it.kind)
-            try:
-                sol = solve(it, sel, norm, program)
-            except SolverError as exc:
-                self.errors.setdefault(b, str(exc).strip().splitlines()[0] if str(exc).strip() else "solver error")
-                self.cache[k] = ("solver-error", None, None)
-            else:
-                if sol.status != "optimal":
-                    self.cache[k] = ("infeasible", None, None)
-                else:
-                    vec = sol.extra["p"] if self.svm == "prompt" else sol.W
-                    self.cache[k] = ("optimal", np.asarray(vec, dtype=np.float64), sol.objective)
-        return self.cache[k]
-
-    def compare(self, b: int, sel: np.ndarray, final: np.ndarray) -> tuple[str, float | None, float | None]:
-        r"""``(status, corr, nuc_gap)`` of the final iterate against the SVM of selection ``sel``:
-        $\mathrm{corr}=\langle W,W^{mm}\rangle/(\|W\|_F\|W^{mm}\|_F)$ (None unless optimal, or at a zero), and for the
-        nuclear SVM $\|W\|_\star/(m(W)\,\mathrm{OPT}_\star)-1$ with $m(W)=\min_{i,t\ne\alpha_i}\langle W,A_{it}\rangle$:
-        0 exactly when the direction of $W$ solves Att-SVM$^\star$, whose solution set may hold more than one point
-        (None when $m(W)\le0$: $W$ does not separate the selection)."""
-        status, sol, obj = self.get(b, sel)
-        if status != "optimal" or sol is None:
-            return status, None, None
-        import torch
-
-        from ..gd import corr_t
-
-        t = lambda x: torch.as_tensor(np.asarray(x, dtype=np.float64)[None])  # noqa: E731
-        corr = _num(corr_t(t(final), t(sol))[0])
-        gap = None
-        if self.svm == "nuc" and obj is not None and obj > 0:
-            from ..norms import frobenius_norm, nuclear_norm
-            from ..svm.constraints import build
-
-            scale = frobenius_norm(final)
-            it = self.items[b]
-            cons = build(it, np.asarray(sel, dtype=np.int64).reshape(np.shape(it.opt)))
-            if scale > 0 and np.isfinite(scale) and cons.m > 0:
-                Wn = np.asarray(final, dtype=np.float64) / scale
-                with np.errstate(all="ignore"):
-                    m = float(np.min(cons.margins(Wn)))
-                if m > 0 and np.isfinite(m):
-                    gap = _num(nuclear_norm(Wn) / (m * obj) - 1.0)
-        return status, corr, gap
-
-
 def run(args: argparse.Namespace) -> int:
     """Run ``attsvm gd`` (module docstring): print the runs; return 0, 1 when a run stopped non-finite or a
     ``--target`` solve failed, 2 (InputError) on bad input."""
     from ..data import load
     from ..errors import InputError
+    from ..gd.algorithm import OPTIONS
     from ..gd.shards import run_sharded
+    from ..gd.spec import require_trajectory_memory, settings_of, trajectory_bytes
+    from ..gd.targets import SVM_OF_PARAM, SVMTargets
     from ..pool import Pool
     from ..progress import Progress, delay_from_env
     from ..selection import parse_alpha, selection_for
@@ -467,22 +355,11 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--record-every must be positive, got {args.record_every}")
     if args.threads < 1:
         raise InputError("--threads must be a positive integer")
-    if args.algo in ("md", "nmd") and args.q is None:
-        raise InputError(f"--algo {args.algo} needs --q (the l_q potential, q > 1)")
-    if args.algo == "nsd" and args.norm is None:
-        raise InputError("--algo nsd needs --norm (fro, linf, l1, spec or lq)")
-    if args.norm is not None and args.algo != "nsd":
-        raise InputError(f"--norm applies to --algo nsd only, got --algo {args.algo}")
-    if args.algo == "nsd" and args.norm == "lq" and args.q is None:
-        raise InputError("--norm lq needs --q (q > 1)")
-    if args.q is not None and not (args.algo in ("md", "nmd") or args.norm == "lq"):
-        raise InputError("--q applies to --algo md, nmd and to --algo nsd --norm lq only")
-    betas = _betas(args.adam_betas)
-    if args.algo != "adam" and (betas != (0.9, 0.999) or args.adam_eps != 0.0):
-        raise InputError("--adam-betas and --adam-eps apply to --algo adam only")
+    settings = settings_of(
+        args.algo, args.param, ridge=args.ridge, schedule=args.schedule,
+        **{o: getattr(args, o) for o in OPTIONS if getattr(args, o) is not None},
+    )  # fmt: skip
     if args.record_every is not None:  # before anything is allocated or solved
-        from ..gd.engine import require_trajectory_memory, trajectory_bytes
-
         nbytes = OUTPUT_FACTOR * trajectory_bytes(ds, args.steps, args.record_every, param=args.param, m=args.m)
         what = "the recorded trajectory and its output"
         require_trajectory_memory(nbytes, args.steps, args.record_every, option="--record-every", what=what)
@@ -496,7 +373,7 @@ def run(args: argparse.Namespace) -> int:
             )
         tsel = selection_for(ds, args.target, "--target")
         tflat = tsel.reshape(ds.batch_size or 1, -1)  # flat rows, as GD's selection
-        solver = TargetSolver(ds, SVM_OF_PARAM[args.param])
+        solver = SVMTargets(ds, SVM_OF_PARAM[args.param])
     prog = Progress("gd", enabled=not args.quiet, delay=delay_from_env(), min_interval=0.2, eta=True)
     B = ds.batch_size or 1
     stage = f"{B} run{'s' if B != 1 else ''}, steps"
@@ -511,19 +388,11 @@ def run(args: argparse.Namespace) -> int:
                 ds,
                 pool,
                 on_shard=lambda done, total: prog.update(f"{B} runs in {total} shards", done, total),
+                settings=settings,
                 param=args.param,
-                algo=args.algo,
                 lr=_lr(args.lr),
                 steps=args.steps,
-                q=args.q,
                 m=args.m,
-                ridge=args.ridge,
-                normalize=args.normalize,
-                grad_eps=args.grad_eps,
-                norm=args.norm,
-                schedule=args.schedule,
-                adam_betas=betas,
-                adam_eps=args.adam_eps,
                 loss=args.loss,
                 init=_init(args.init, args.param),
                 init_scale=args.init_scale,
@@ -594,8 +463,12 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+#: settings at their defaults that the header line leaves out
+QUIET = {("schedule", "constant"), ("ridge", 0.0), ("normalize", "per-factor"), ("grad_eps", 0.0)}
+
+
 def _settings_json(st) -> dict[str, Any]:
-    """The run's :class:`~attsvm.gd.settings.Settings` as JSON (``adam_betas`` a list; ``null`` for unset)."""
+    """The run's :class:`~attsvm.gd.spec.Settings` as JSON (``adam_betas`` a list; ``null`` for unset)."""
     import dataclasses
 
     d = dataclasses.asdict(st)
@@ -603,7 +476,7 @@ def _settings_json(st) -> dict[str, Any]:
     return d
 
 
-def _solver_line(solver: TargetSolver | None) -> str | None:
+def _solver_line(solver: Any) -> str | None:
     """One line naming the runs whose --target SVM solve failed (at most 5 listed), or None."""
     if solver is None or not solver.errors:
         return None
@@ -623,19 +496,15 @@ def _table(args: argparse.Namespace, res, runs: list[dict[str, Any]], alpha: boo
             return f"{r[value]:>12.9f}" if r[value] is not None else f"{'-':>12}"
         return f"{'solver-err' if r[status] == 'solver-error' else r[status]:>12}"
 
+    from ..gd.targets import SVM_OF_PARAM
+
     svm = {"fro": "Att-SVM (Frobenius)", "nuc": "Att-SVM* (nuclear norm)", "prompt": "prompt SVM"}
     extra = f" target={args.target} svm={svm[SVM_OF_PARAM[args.param]]}" if target else ""
-    st = res.settings
+    shown = {"adam_betas": "betas", "adam_eps": "eps"}  # the options the algorithm reads, by their short names
     how = "".join(
-        f" {k}={v}"
-        for k, v in (
-            ("norm", st.norm),
-            ("q", st.q),
-            ("schedule", None if st.schedule == "constant" else st.schedule),
-            ("betas", f"{st.adam_betas[0]:g},{st.adam_betas[1]:g}" if st.algo == "adam" else None),
-            ("eps", f"{st.adam_eps:g}" if st.algo == "adam" else None),
-        )
-        if v is not None
+        f" {shown.get(k, k)}={','.join(f'{x:g}' for x in v) if isinstance(v, tuple) else v}"
+        for k, v in res.settings.read().items()
+        if v is not None and (k, v) not in QUIET
     )
     w(f"attsvm gd: param={args.param} algo={args.algo}{how} runs={res.B} ({res.seconds:.2f} s){extra}\n")
     head = f"{'run':>4} {'steps':>7} {'stop':>11} {'loss':>12} {'norm':>12} {'stuck':>5}"

@@ -6,12 +6,14 @@ Main entry point::
     res = gd.run(ds, param="W", algo="ngd", lr=0.1, steps=2000)      # ds single or batched
     res.W            # (B,d,d) final iterates;  res.stop_reason  # ["steps", ...]
 
-* :func:`run` / :class:`GDResult` — the engine (:mod:`.engine`): parametrisations ``W``, ``KQ``, ``p``,
-  ``vp``, ``diag``; algorithms (``ALGOS``) ``gd``, ``ngd`` (direction in the log domain, runs far past
-  underflow), ``md`` ($\ell_q$ mirror descent), ``nsd`` (normalised steepest descent in a norm of ``NORMS``:
-  ``fro``, ``linf``, ``l1``, ``spec``, ``lq``; THEORY §6), ``adam`` (bias-corrected, scale-safe moments),
-  ``nmd`` (normalised $\ell_q$ mirror descent), each with a step schedule (``SCHEDULES``: ``constant``,
-  ``rsqrt``); how the steps were taken is :class:`Settings` (``GDResult.settings``); nonlinear heads; stop
+* :func:`run` / :class:`GDResult` — the engine (:mod:`.engine`, :mod:`.result`): parametrisations ``W``, ``KQ``,
+  ``p``, ``vp``, ``diag`` (``PARAMS``); the declared algorithms (``ALGORITHMS``, one module each in :mod:`.algos`)
+  ``gd``, ``ngd`` (direction in the log domain, runs far past underflow), ``md`` ($\ell_q$ mirror descent),
+  ``nsd`` (normalised steepest descent in a norm of ``NORMS``: ``fro``, ``linf``, ``l1``, ``spec``, ``lq``;
+  THEORY §6), ``adam`` (bias-corrected, scale-safe moments), ``nmd`` (normalised $\ell_q$ mirror descent),
+  ``signum`` (sign descent with momentum), ``muon`` (momentum with the exact polar step), each with a step
+  schedule (``SCHEDULES``: ``constant``, ``rsqrt``); how the steps are taken is :class:`Settings`
+  (:func:`settings_of`, :mod:`.spec`; ``GDResult.settings``); nonlinear heads; stop
   rules (``STOP_REASONS``: ``steps``, ``underflow``, ``target_corr``, ``non-finite`` — an overflow freezes the
   run at its last finite iterate); trajectories.
 * :func:`steepest_direction` — $\arg\max_{\|\Delta\|\le1}\langle G,\Delta\rangle$ per data set (:mod:`.steepest`).
@@ -21,13 +23,12 @@ Main entry point::
 * :func:`cone_init`, :func:`initial_params` — initial points (:mod:`.init`).
 * :func:`regularization_path` / :class:`PathResult` — $\bar W_R\in\arg\min_{\|W\|\le R}\mathcal L$ (:mod:`.regpath`).
 * :func:`fit_power`, :func:`fit_log_rate` — rates of recorded trajectories (:mod:`.trajectory`).
-* stuck inputs and traps (:mod:`.trap`): :func:`trap_analysis`, :func:`trap_sets`, :func:`trap_sweep`,
-  :func:`trap_replay`.
+* stuck inputs and traps are a claims helper, :mod:`attsvm.claims.trap` (outside the engine).
 * :func:`ngd_reference`, :func:`gd_reference`, :func:`log_gradient` — a numpy reference stepper on $W$, the
   engine's independent oracle in the tests (:mod:`.reference`).
 * the same runs at 50 digits: :func:`attsvm.highprec.replay` — the independent check every parameterisation,
   algorithm, norm, schedule, loss and kernel declares where it is defined (``PARAM_CHECKS`` in :mod:`.init`,
-  ``ALGO_CHECKS`` in :mod:`.settings`, :mod:`attsvm.registries`).
+  ``ALGO_CHECKS`` in :mod:`.algos`, :mod:`attsvm.registries`).
 * torch closed forms (:mod:`.model_torch`): :func:`grad_W_torch`, :func:`grad_KQ_torch`, :func:`grad_p_torch`,
   :func:`grad_vp_torch`, :func:`loss_W_torch`, :func:`loss_p_torch`, :func:`token_weights_logdomain`, ...
 """
@@ -35,10 +36,15 @@ Main entry point::
 from importlib import import_module
 from typing import Any
 
-from .engine import KERNELS, STOP_REASONS, GDResult, run
-from .init import cone_init, initial_params
+from .algos import ALGORITHMS, ALGOS
+from .engine import KERNELS, run
+from .init import PARAMS, cone_init, initial_params
+from .options import NORMS, SCHEDULES
 from .reference import gd_reference, log_gradient, ngd_reference
-from .settings import ALGOS, NORMS, SCHEDULES, Settings
+from .result import STOP_REASONS, GDResult
+from .spec import Settings, settings_of
+from .summary import SATURATED
+from .trajectory import fit_log_rate, fit_power
 
 # the names below live in modules that import torch: loaded on first use, so that ``from attsvm.gd import run`` and a
 # run of the fused kernel never import torch
@@ -69,10 +75,6 @@ _LAZY = {
     "PathResult": ".regpath",
     "regularization_path": ".regpath",
     "steepest_direction": ".steepest",
-    "SATURATED": ".trajectory",
-    "fit_log_rate": ".trajectory",
-    "fit_power": ".trajectory",
-    **dict.fromkeys(("Trap", "trap_analysis", "trap_margin", "trap_replay", "trap_sets", "trap_sweep"), ".trap"),
 }
 
 
@@ -85,17 +87,18 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "ALGORITHMS",
     "ALGOS",
     "KERNELS",
     "GDResult",
     "NORMS",
+    "PARAMS",
     "PathResult",
     "SATURATED",
     "SCHEDULES",
     "STOP_REASONS",
     "Settings",
     "TorchData",
-    "Trap",
     "cone_init",
     "corr_t",
     "fit_log_rate",
@@ -119,13 +122,9 @@ __all__ = [
     "ngd_reference",
     "regularization_path",
     "run",
+    "settings_of",
     "steepest_direction",
     "token_weights",
     "token_weights_logdomain",
     "token_weights_logdomain_pairwise",
-    "trap_analysis",
-    "trap_margin",
-    "trap_replay",
-    "trap_sets",
-    "trap_sweep",
 ]

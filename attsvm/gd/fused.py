@@ -1,7 +1,7 @@
 r"""The fused CPU kernel: normalised GD on $W$ and $(K,Q)$, every step of a whole run in one compiled loop.
 
 For each data set of a batch it iterates, in float64 (THEORY §1, §5; the formulas of :mod:`.model_torch` and
-:mod:`.algorithms`, the same order of operations),
+:mod:`.steps`, the same order of operations),
 
 .. math::
     a_{it}=x_{it}^\top Wz_i,\quad \log s_{it}=a_{it}-\max_\tau a_{i\tau}-\log Z_i,\quad
@@ -16,7 +16,7 @@ and for $(K,Q)$ with $W=KQ^\top$ the per-factor steps $K\leftarrow K-\eta_k\hat 
 $Q\leftarrow Q-\eta_k\hat g_Q/\|\hat g_Q\|_F$, $g_K=\hat GQ$, $g_Q=\hat G^\top K$ (each power-of-two
 normalised), with the engine's stop rules (``underflow``: the direction is exactly zero for every factor;
 ``non-finite``: the outputs or the loss overflowed at the proposed iterate, which is then not taken;
-``target_corr``). It is the engine's ``ngd`` step (:func:`~attsvm.gd.algorithms.step`) for
+``target_corr``). It is the engine's ``ngd`` step (:mod:`attsvm.gd.algos.ngd`) for
 ``normalize="per-factor"``, ``ridge=0``,
 ``grad_eps=0``, a linear head and the losses logistic, exponential, correlation and ``nll``; the engine says
 when (:func:`attsvm.gd.engine.fused_applies`), and :func:`attsvm.gd.run` takes this path for those runs
@@ -57,9 +57,11 @@ from numba import njit, types
 from numba.extending import intrinsic
 
 from ..errors import InputError
-from ..model import loss_value, scores
-from ..norms import frobenius_norm
-from .engine import FUSED_LOSSES, NONFINITE, STOP_REASONS, GDResult, Job
+from ..model import scores
+from .options import FUSED_LOSSES
+from .result import NONFINITE, STOP_REASONS, GDResult
+from .spec import Job
+from .summary import Recorder, fields, record_row
 
 #: data sets per group: the innermost (SIMD) axis of every array of the kernel
 LANES = 32  # (a batch of fewer data sets is one group of that many lanes: no padded work)
@@ -71,10 +73,10 @@ STRETCH_SECONDS = 0.1
 #: what :func:`run_fused` tells a progress object with a ``wait(text)`` method while the kernel is compiled (about 15 s,
 #: once per install) or loaded from numba's cache (a fraction of a second: a display with a delay never shows it then)
 COMPILING = "compiling or loading the GD kernel (compiling: about 15 s, once per install)"
-#: the losses the kernel evaluates (:data:`~attsvm.gd.engine.FUSED_LOSSES`), by code (``log|l'(u)|``: logistic
+#: the losses the kernel evaluates (:data:`~attsvm.gd.options.FUSED_LOSSES`), by code (``log|l'(u)|``: logistic
 #: ``-softplus(u)``, exponential ``-u``, correlation 0, nll ``-log u``)
 LOSS_CODES = {name: code for code, name in enumerate(FUSED_LOSSES)}
-#: step-size schedules, by code (:func:`attsvm.gd.algorithms.step_size`)
+#: step-size schedules, by code (:func:`attsvm.gd.steps.step_size`)
 SCHEDULE_CODES = {"constant": 0, "rsqrt": 1}
 
 _TINY = float(np.finfo(np.float64).tiny)
@@ -164,7 +166,7 @@ def exp_array(x: np.ndarray) -> np.ndarray:
 @_kernel
 def _forward(W, X, Z, gam, mask, has_mask, Wz, a, e, lz, top, u, amax, acc):
     r"""Forward pass of one group at $W$ (d,d,L): ``a`` ← $\log s$ (N,T,L), ``e`` ← $e^{a-\max a}$, ``lz`` ←
-    $\log Z$, ``top`` ← the first $\arg\max_ta_{it}$, ``u`` ← $u_i$ (:func:`~attsvm.gd.algorithms.forward`)."""
+    $\log Z$, ``top`` ← the first $\arg\max_ta_{it}$, ``u`` ← $u_i$ (:func:`~attsvm.gd.steps.forward`)."""
     N, T, d, L = X.shape
     for i in range(N):
         for j in range(d):
@@ -354,7 +356,7 @@ def _pow2_scales(A, scale):
 
 @_kernel
 def _unit_factor(A, lr_k, fac):
-    r"""``fac`` ← $\eta_k/\|A\|_F$ per lane, 0 where $A=0$ (:func:`~attsvm.gd.algorithms.unit_step`)."""
+    r"""``fac`` ← $\eta_k/\|A\|_F$ per lane, 0 where $A=0$ (:func:`~attsvm.gd.steps.unit_step`)."""
     p, q, L = A.shape
     for ln in range(L):
         fac[ln] = 0.0
@@ -387,7 +389,7 @@ def _corr(A, Tn, tnorm, scale, dot, nn, out):
 
 @_kernel
 def _finite_code(P1, P2, u, loss):
-    """Per lane the :data:`~attsvm.gd.engine.NONFINITE` code: 1 parameters, 2 outputs, 3 the loss, 0 finite."""
+    """Per lane the :data:`~attsvm.gd.result.NONFINITE` code: 1 parameters, 2 outputs, 3 the loss, 0 finite."""
     L = u.shape[-1]
     code = np.zeros(L, np.int64)
     for ln in range(L):
@@ -555,7 +557,7 @@ def _initial_codes(kq, P1, P2, X, Z, gam, mask, has_mask, loss, codes):
 
 @_kernel
 def _attention(kq, P1, P2, Wb):
-    r"""``Wb`` ← $W$: ``P1`` itself, or $KQ^\top$ for ``kq`` (:func:`~attsvm.gd.algorithms.W_of`)."""
+    r"""``Wb`` ← $W$: ``P1`` itself, or $KQ^\top$ for ``kq`` (:func:`~attsvm.gd.steps.W_of`)."""
     d, L = Wb.shape[0], Wb.shape[2]
     if not kq:
         for j in range(d):
@@ -592,7 +594,7 @@ def _product(G, F, out, transpose):
 
 @_kernel
 def _move(P, D, fac, out):
-    r"""``out`` ← $P-\mathrm{fac}\cdot D$ per lane (the step of :func:`~attsvm.gd.algorithms.unit_step`), exactly $P$
+    r"""``out`` ← $P-\mathrm{fac}\cdot D$ per lane (the step of :func:`~attsvm.gd.steps.unit_step`), exactly $P$
     where ``fac`` is 0 (a frozen or zero-direction factor keeps its bits, signed zeros included)."""
     p, q, L = P.shape
     for j in range(p):
@@ -723,7 +725,7 @@ class State:
             list(ex.map(part, range(nt)))
 
     def initial_codes(self) -> np.ndarray:
-        """(B,) :data:`~attsvm.gd.engine.NONFINITE` codes of the initial points (0: finite)."""
+        """(B,) :data:`~attsvm.gd.result.NONFINITE` codes of the initial points (0: finite)."""
         codes = np.zeros(self.active.shape, dtype=np.int64)
         _initial_codes(self.kq, self.P1, self.P2, self.X, self.Z, self.gam, self.mask, self.has_mask, self.loss, codes)
         return from_lanes(codes, self.B)
@@ -782,24 +784,11 @@ class Stretches:
         self.length = int(max(1, min(fit, 4 * self._longest)))
 
 
-def summaries_np(logs: np.ndarray, opt: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    r"""``(selection, max_softmax, stuck)`` of a log-softmax (B,N,T) in numpy: the same definitions as
-    :func:`attsvm.gd.trajectory.summaries` (stuck: the selection is not ``opt`` and
-    $\log\sum_{t\ne\arg\max}s_{t}<\log10^{-8}$)."""
-    sel = np.argmax(logs, axis=-1)
-    mx = np.take_along_axis(logs, sel[..., None], -1)[..., 0]
-    rest = logs.copy()
-    np.put_along_axis(rest, sel[..., None], -np.inf, -1)
-    top = np.max(rest, axis=-1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        lse = np.where(np.isfinite(top[..., 0]), top[..., 0] + np.log(np.sum(np.exp(rest - top), -1)), -np.inf)
-    return sel, np.exp(mx), (sel != opt) & (lse < math.log(1e-8))
-
-
 def run_fused(job: Job, threads: int, progress: Callable[[int, int], None] | None, t0: float) -> GDResult:
     """:func:`attsvm.gd.run` of a validated ``job`` on the fused kernel (``threads`` Python threads); records
-    (the torch summaries at the record steps, :class:`attsvm.gd.loop.TorchRecords`; the final fields are then the
-    recorder's too) and the progress callback at segment boundaries — the iterates do not depend on either. The
+    (:func:`attsvm.gd.summary.fields` of the kernel's own forward pass at the record steps — the definition of the
+    final fields too, so recording changes no reported number) and the progress callback at segment boundaries
+    — the iterates do not depend on either. The
     kernel returns to Python after every stretch of about :data:`STRETCH_SECONDS` of steps (:class:`Stretches`),
     so a Ctrl-C stops a run of any length within a fraction of a second, and the progress callback is called
     there too (at least every 1/:data:`PROGRESS_PARTS` of the run). A ``progress`` object with a method
@@ -830,10 +819,20 @@ def run_fused(job: Job, threads: int, progress: Callable[[int, int], None] | Non
         )
     rec = None
     if job.record_every is not None:
-        from .loop import TorchRecords
+        pshapes = {k: tuple(a.shape[1:]) for k, a in job.init.items()} if job.record_params else {}
+        if job.record_params and job.param == "KQ":
+            pshapes["W"] = (X.shape[-1], X.shape[-1])
+        rec = Recorder(job.record_every, steps, X.shape[0], X.shape[1], list(job.targets), pshapes)
 
-        rec = TorchRecords(job)
+    def summary_now() -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], np.ndarray]:
+        th = st.params()
+        W = th["W"] if "W" in th else np.matmul(th["K"], np.swapaxes(th["Q"], -1, -2))
+        logs, u = st.outputs()
+        return fields(logs, u, W, opt, job.loss), th, W
+
     every = job.record_every
+    if rec is not None:  # the forward pass of the initial point, for row 0 (no update: k0 = k1)
+        st.advance(0, 0, threads)
     part = max(1, -(-steps // PROGRESS_PARTS))
     stretch = Stretches()
 
@@ -841,7 +840,8 @@ def run_fused(job: Job, threads: int, progress: Callable[[int, int], None] | Non
         if progress is not None:
             progress(k, steps)
         if rec is not None and k % every == 0:
-            rec.add(k, st.params())
+            vals, th, W = summary_now()
+            rec.add(k, record_row(vals, W, job.targets, th if job.record_params else None, job.param == "KQ"))
 
     k = 0
     while True:
@@ -865,22 +865,7 @@ def run_fused(job: Job, threads: int, progress: Callable[[int, int], None] | Non
                 progress(end, steps)
             break
         k = nxt
-    th = st.params()
-    W = th["W"] if "W" in th else np.matmul(th["K"], np.swapaxes(th["Q"], -1, -2))
-    if rec is not None:  # the recorder's summaries, so that a final row and these fields agree bit for bit
-        fields = rec.final(th)
-    else:
-        logs, u = st.outputs()
-        sel, mxs, stuck = summaries_np(logs, opt)
-        lv = -np.log(u) if job.loss == "nll" else loss_value(u, job.loss)
-        fields = {
-            "loss": np.mean(lv, axis=-1),
-            "norm": frobenius_norm(W.reshape(W.shape[0], -1), axis=-1),
-            "selection": sel,
-            "log_softmax": logs,
-            "max_softmax": mxs,
-            "stuck": stuck,
-        }
+    final, th, W = summary_now()  # the same summaries as a record row's: recording changes no number
     stp = st.stops()
     return GDResult(
         param=job.param,
@@ -890,7 +875,7 @@ def run_fused(job: Job, threads: int, progress: Callable[[int, int], None] | Non
         Q=th.get("Q"),
         p=None,
         v=None,
-        **fields,
+        **final,
         steps=stp["taken"],
         stop_reason=[STOP_REASONS[i] for i in stp["reason"].tolist()],
         trajectory={} if rec is None else rec.result(),

@@ -29,6 +29,8 @@ $Q=V\Sigma^{1/2}$ for ``KQ``; $p_0$ (d,) or (B,d) for ``p``) or a dict ``{"K","Q
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -37,16 +39,77 @@ from ..errors import InputError
 from ..norms import frobenius_norm
 from ..registries import Check, declare
 
+
 #: each parameterisation with its independent check (:mod:`attsvm.registries`): its gradient at 50 digits, written
 #: from the definition (every algorithm on it is replayed by :func:`attsvm.highprec.replay`,
 #: :data:`attsvm.gd.settings.ALGO_CHECKS`)
-PARAM_CHECKS = {
-    "W": Check("attsvm.highprec.model:grad_W", "the 50-digit gradient of L(W)"),
-    "KQ": Check("attsvm.highprec.model:grad_KQ", "the 50-digit (grad L(W) Q, grad L(W)^T K) at W = K Q^T"),
-    "p": Check("attsvm.highprec.model:grad_p", "the 50-digit gradient of prompt attention in p (head v fixed)"),
-    "vp": Check("attsvm.highprec.model:grad_vp", "the 50-digit gradients of prompt attention in (v, p)"),
-    "diag": Check("attsvm.highprec.model:grad_diag", "the 50-digit (diag(G) q, diag(G) k) at W = diag(k q)"),
+@dataclass(frozen=True)
+class Parameterisation:
+    r"""What is trained: ``factors`` name -> shape as a function of $(d,m)$ (the order of the random draws);
+    ``attention``: it defines an attention matrix $W$ (``W``, $KQ^\top$, $\mathrm{diag}(k\odot q)$) rather than a
+    prompt $p$; ``factored``: $W$ is formed from several factors (recorded as ``W`` beside them); ``random_at_zero``:
+    the factor drawn at ``init="zero"`` (the others start at 0; module docstring); ``check``: its independent
+    50-digit gradient (:mod:`attsvm.registries`)."""
+
+    name: str
+    factors: dict[str, Callable[[int, int], tuple[int, ...]]]
+    attention: bool
+    check: Check
+    random_at_zero: str | None = None
+
+    @property
+    def factored(self) -> bool:
+        """$W$ is a product of factors (``KQ``, ``diag``)."""
+        return self.attention and len(self.factors) > 1
+
+    def shapes(self, d: int, m: int) -> dict[str, tuple[int, ...]]:
+        """The factors' shapes (without the batch axis) for tokens of dimension ``d`` and width ``m``."""
+        return {k: f(d, m) for k, f in self.factors.items()}
+
+    def target_shape(self, d: int) -> tuple[int, ...]:
+        """The shape of what the run is compared with: $W$ (d,d) or $p$ (d,)."""
+        return (d, d) if self.attention else (d,)
+
+
+#: every parameterisation, with its shapes and its independent check
+PARAMETERISATIONS = {
+    p.name: p
+    for p in (
+        Parameterisation(
+            "W",
+            {"W": lambda d, m: (d, d)},
+            True,
+            Check("attsvm.highprec.model:grad_W", "the 50-digit gradient of L(W)"),
+        ),
+        Parameterisation(
+            "KQ",
+            {"K": lambda d, m: (d, m), "Q": lambda d, m: (d, m)},
+            True,
+            Check("attsvm.highprec.model:grad_KQ", "the 50-digit (grad L(W) Q, grad L(W)^T K) at W = K Q^T"),
+            random_at_zero="K",
+        ),
+        Parameterisation(
+            "p",
+            {"p": lambda d, m: (d,)},
+            False,
+            Check("attsvm.highprec.model:grad_p", "the 50-digit gradient of prompt attention in p (head v fixed)"),
+        ),
+        Parameterisation(
+            "vp",
+            {"v": lambda d, m: (d,), "p": lambda d, m: (d,)},
+            False,
+            Check("attsvm.highprec.model:grad_vp", "the 50-digit gradients of prompt attention in (v, p)"),
+        ),
+        Parameterisation(
+            "diag",
+            {"k": lambda d, m: (d,), "q": lambda d, m: (d,)},
+            True,
+            Check("attsvm.highprec.model:grad_diag", "the 50-digit (diag(G) q, diag(G) k) at W = diag(k q)"),
+            random_at_zero="k",
+        ),
+    )
 }
+PARAM_CHECKS = {name: p.check for name, p in PARAMETERISATIONS.items()}
 PARAMS = declare("gd.PARAMS", PARAM_CHECKS)
 #: the named initial laws (module docstring)
 INITS = ("zero", "random", "linear")
@@ -74,13 +137,8 @@ def initial_params(
     sc = DEFAULT_SCALE if init_scale is None else float(init_scale)
     if not (np.isfinite(sc) and sc >= 0):
         raise InputError(f"init_scale must be a finite non-negative number, got {init_scale!r}")
-    shapes = {
-        "W": {"W": (d, d)},
-        "KQ": {"K": (d, m), "Q": (d, m)},
-        "p": {"p": (d,)},
-        "vp": {"v": (d,), "p": (d,)},
-        "diag": {"k": (d,), "q": (d,)},
-    }[param]
+    P = PARAMETERISATIONS[param]
+    shapes = P.shapes(d, m)
     if isinstance(init, str):
         if init not in INITS:
             raise InputError(f"init must be one of {', '.join(INITS)}, an array or a dict, got {init!r}")
@@ -103,7 +161,7 @@ def initial_params(
             raise InputError(f"init_scale={sc:.3g}: the random initial point overflows float64")
         if init == "zero":
             for k in out:
-                if not (param == "KQ" and k == "K") and not (param == "diag" and k == "k"):
+                if k != P.random_at_zero:
                     out[k] = np.zeros_like(out[k])
         return out
     if isinstance(init, dict):

@@ -1,5 +1,6 @@
 r"""The torch kernel of :func:`attsvm.gd.run`: every algorithm, parametrisation, head, device and dtype, batched
-over the leading axis $B$ (one step of :mod:`.algorithms` per iteration, the stop rules of :mod:`.engine`).
+over the leading axis $B$ (one declared step of :mod:`attsvm.gd.algos` per iteration, the stop rules of
+:mod:`.engine`).
 """
 
 from __future__ import annotations
@@ -12,12 +13,13 @@ import numpy as np
 import torch
 
 from ..errors import InputError
-from .algorithms import Problem, W_of, forward, initial_state, step
-from .engine import NONFINITE, STOP_REASONS, GDResult, Job, dtype_name_of
+from .init import PARAMETERISATIONS
 from .model_torch import TorchData, corr_t, loss_value_t, ntp_square_head
-from .numerics import fro_norm
-from .settings import NTP_SQUARE
-from .trajectory import Recorder, summaries
+from .options import NTP_SQUARE
+from .result import NONFINITE, STOP_REASONS, GDResult
+from .spec import Job, dtype_name_of
+from .steps import Problem, W_of, forward, step_size
+from .summary import Recorder, fields, record_row
 
 
 def device_of(device: str) -> torch.device:
@@ -34,7 +36,7 @@ def device_of(device: str) -> torch.device:
 
 
 def dtype_of(dtype: Any) -> torch.dtype:
-    """``float64`` / ``float32`` as a torch dtype (validated by :func:`~attsvm.gd.engine.dtype_name_of`)."""
+    """``float64`` / ``float32`` as a torch dtype (validated by :func:`~attsvm.gd.spec.dtype_name_of`)."""
     return getattr(torch, dtype_name_of(dtype))
 
 
@@ -62,30 +64,13 @@ def head_of(head: Any, B: int, d: int, param: str, dev, dt):
     raise InputError(f"unknown head {kind!r}; expected 'relu' or 'quadratic'")
 
 
-def _fields(P: Problem, fw, pr: torch.Tensor) -> dict[str, torch.Tensor]:
-    """``loss``, ``norm``, ``selection``, ``log_softmax``, ``max_softmax``, ``stuck`` of the iterate of the forward
-    pass ``fw`` (primary parameter ``pr``): a record row's summaries and a result's final fields."""
-    logs, u = fw[0], fw[1]
-    sel, mxs, stk, _ = summaries(logs, P.D.opt)
-    return {
-        "loss": loss_value_t(u, P.loss).mean(-1),
-        "norm": fro_norm(pr),
-        "selection": sel,
-        "log_softmax": logs,
-        "max_softmax": mxs,
-        "stuck": stk,
-    }
+def _np(x: torch.Tensor | None) -> np.ndarray | None:
+    return None if x is None else x.detach().cpu().numpy()
 
 
-def _summary(P: Problem, th, fw, pr, tg, record_params: bool) -> dict[str, torch.Tensor]:
-    vals = _fields(P, fw, pr)  # (the recorder keeps only its own series: log_softmax is not one)
-    for name, tgt in tg.items():
-        vals[f"corr:{name}"] = corr_t(pr, tgt)
-    if record_params:
-        vals.update(th)
-        if P.param in ("KQ", "diag"):
-            vals["W"] = pr
-    return vals
+def _fields(P: Problem, fw, pr: torch.Tensor, opt: np.ndarray) -> dict[str, np.ndarray]:
+    """The :func:`~attsvm.gd.summary.fields` of the iterate of the forward pass ``fw`` (primary parameter ``pr``)."""
+    return fields(_np(fw[0]), _np(fw[1]), _np(pr), opt, P.loss)
 
 
 def run_torch(job: Job, threads: int | None, progress: Callable[[int, int], None] | None, t0: float) -> GDResult:
@@ -115,21 +100,25 @@ def _run(job: Job, progress, t0: float) -> GDResult:
     first = next(iter(tg), None)
 
     th = {k: torch.as_tensor(a, dtype=dt, device=dev) for k, a in th0.items()}
-    state = initial_state(settings, th)  # md / nmd: the dual iterate; adam: the moments
+    A = settings.algorithm
+    PZ = PARAMETERISATIONS[param]
+    state = None if A.initial_state is None else A.initial_state(settings, th)  # e.g. a mirror dual, Adam's moments
 
     def primary(th_, fw_=None):  # the forward pass's W when it has one (KQ / diag: not formed twice)
-        if param in ("p", "vp"):
+        if not PZ.attention:
             return th_["p"]
         return W_of(th_) if fw_ is None else fw_[4]
 
+    opt = _np(D.opt)
+    tg_np = job.targets  # (B, ...) each, validated
     rec = None
     if record_every is not None:
         pshapes: dict[str, tuple[int, ...]] = {}
         if record_params:
             pshapes = {k: tuple(a.shape[1:]) for k, a in th.items()}
-            if param in ("KQ", "diag"):
+            if PZ.factored:
                 pshapes["W"] = (d, d)
-        rec = Recorder(record_every, steps, B, N, list(tg), pshapes, D.X)
+        rec = Recorder(record_every, steps, B, N, list(tg), pshapes)
 
     active = torch.ones(B, dtype=torch.bool, device=dev)
     taken = torch.zeros(B, dtype=torch.int64, device=dev)  # steps taken after the first stop
@@ -160,14 +149,16 @@ def _run(job: Job, progress, t0: float) -> GDResult:
         if progress is not None:
             progress(k, steps)
         if rec is not None and rec.due(k):
-            rec.add(k, _summary(P, th, fw, primary(th, fw), tg, record_params))
+            pr_np = _np(primary(th, fw))
+            params = {key: _np(a) for key, a in th.items()} if record_params else None
+            rec.add(k, record_row(_fields(P, fw, primary(th, fw), opt), pr_np, tg_np, params, PZ.factored))
         if thr is not None:
             hit = corr_t(primary(th, fw), tg[first]) >= thr
             if bool((hit & active).any()):
                 stop(hit, 2)
         if k == steps or not (everyone or bool(active.any())):
             break
-        new, newstate, zero = step(settings, P, th, fw, lr_t, state, k)
+        new, newstate, zero = A.step(settings, P, th, fw, step_size(lr_t, k, settings.schedule), state, k)
         fw_new = forward(P, new)
         ok = outputs_finite(P, fw_new)  # non-finite parameters make the outputs non-finite too
         if bool(((zero | ~ok) & active).any()):  # one host sync per step for both stop rules
@@ -191,31 +182,24 @@ def _run(job: Job, progress, t0: float) -> GDResult:
     taken += common
 
     pr = primary(th, fw)  # the forward pass at the final iterate (kept with th throughout)
-    npy = lambda x: None if x is None else x.detach().cpu().numpy()  # noqa: E731
     return GDResult(
         param=param,
         algo=algo,
-        W=npy(pr) if param in ("W", "KQ", "diag") else None,
-        K=npy(th.get("K", th.get("k"))),
-        Q=npy(th.get("Q", th.get("q"))),
-        p=npy(th.get("p")),
-        v=npy(th.get("v")),
-        **final_fields(P, fw, pr),
-        steps=npy(taken),
-        stop_reason=[STOP_REASONS[i] for i in npy(reason).tolist()],
+        W=_np(pr) if PZ.attention else None,
+        K=_np(th.get("K", th.get("k"))),
+        Q=_np(th.get("Q", th.get("q"))),
+        p=_np(th.get("p")),
+        v=_np(th.get("v")),
+        **_fields(P, fw, pr, opt),
+        steps=_np(taken),
+        stop_reason=[STOP_REASONS[i] for i in _np(reason).tolist()],
         trajectory={} if rec is None else rec.result(),
         seconds=time.perf_counter() - t0,
         lr=lr_np,
-        nonfinite=[NONFINITE[i] for i in npy(nf_code).tolist()],
-        nonfinite_step=npy(nf_step),
+        nonfinite=[NONFINITE[i] for i in _np(nf_code).tolist()],
+        nonfinite_step=_np(nf_step),
         settings=settings,
     )
-
-
-def final_fields(P: Problem, fw, pr: torch.Tensor) -> dict[str, np.ndarray]:
-    """The :class:`GDResult` summaries of the iterate of the forward pass ``fw`` (primary parameter ``pr``): ``loss``,
-    ``norm``, ``selection``, ``log_softmax``, ``max_softmax``, ``stuck`` (:func:`_fields`)."""
-    return {k: v.detach().cpu().numpy() for k, v in _fields(P, fw, pr).items()}
 
 
 def outputs_finite(P: Problem, fw) -> torch.Tensor:
@@ -250,39 +234,3 @@ def _merge(active: torch.Tensor, new, old):
     if new is old:
         return new
     return torch.where(active.view(-1, *([1] * (new.dim() - 1))), new, old)
-
-
-class TorchRecords:
-    """The trajectory rows of a run whose steps another kernel computes (:func:`attsvm.gd.fused.run_fused`): at a
-    record step the torch forward pass and summaries (:func:`_summary`) of the given iterate, as the torch loop
-    records them."""
-
-    def __init__(self, job: Job) -> None:
-        self.job = job
-        D = TorchData.of(job.ds, torch.device("cpu"), torch.float64)
-        self.P = Problem(D, job.param, job.loss, None)
-        self.tg = {k: torch.as_tensor(np.array(a), dtype=torch.float64) for k, a in job.targets.items()}
-        pshapes: dict[str, tuple[int, ...]] = {}
-        if job.record_params:
-            pshapes = {k: tuple(a.shape[1:]) for k, a in job.init.items()}
-            if job.param == "KQ":
-                pshapes["W"] = (D.d, D.d)
-        assert job.record_every is not None
-        self.rec = Recorder(job.record_every, job.steps, D.B, D.N, list(self.tg), pshapes, D.X)
-
-    def add(self, k: int, params: dict[str, np.ndarray]) -> None:
-        with torch.inference_mode():
-            th = {key: torch.as_tensor(a, dtype=torch.float64) for key, a in params.items()}
-            fw = forward(self.P, th)
-            self.rec.add(k, _summary(self.P, th, fw, fw[4], self.tg, self.job.record_params))
-
-    def result(self) -> dict[str, np.ndarray]:
-        return self.rec.result()
-
-    def final(self, params: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """:func:`final_fields` of the iterate ``params`` (so that a recorded run's final fields are the summaries
-        its recorder would write there)."""
-        with torch.inference_mode():
-            th = {key: torch.as_tensor(a, dtype=torch.float64) for key, a in params.items()}
-            fw = forward(self.P, th)
-            return final_fields(self.P, fw, fw[4])

@@ -34,7 +34,7 @@ import torch
 
 from ..data import Dataset
 from .numerics import normalise
-from .settings import LOSSES, NTP_SQUARE
+from .options import LOSSES, NTP_SQUARE
 
 
 # ---------------------------------------------------------------------- data on a device

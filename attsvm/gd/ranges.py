@@ -9,9 +9,11 @@ $F/4$ (room for a difference of two logits and for rounding):
   with $\|W\|_F\le R$: for ``ngd`` every step has Frobenius norm ``lr`` per factor, so
   $\|W_k\|_F\le\|W_0\|_F+\eta k$ ($(K,Q)$: $\|KQ^\top\|_F\le\|K\|_F\|Q\|_F$; $p$, $v$ alike) and the whole run
   is checked before it starts; likewise ``nsd`` (steps of Frobenius norm $\le c\,\eta_k$, $c$ the norm's
-  :func:`~attsvm.gd.steepest.fro_bound`, e.g. $\sqrt N$ for ``linf``), ``adam`` (entries $\le A\,\eta_k$,
-  :func:`adam_entry_bound`) and ``nmd`` (the dual moves by $\eta_k$ in $\ell_{q^*}$), with $\sum_k\eta_k$ of the
-  step schedule (:func:`step_bound`, :func:`check_ranges`); ``gd`` / ``md`` have no a-priori bound, so only the
+  :func:`~attsvm.gd.options.fro_bound`, e.g. $\sqrt N$ for ``linf``), ``adam`` (entries $\le A\,\eta_k$,
+  :func:`adam_entry_bound`), ``signum`` / ``muon`` and ``nmd`` (the dual moves by $\eta_k$ in $\ell_{q^*}$), with
+  $\sum_k\eta_k$ of the step schedule (each algorithm's declared
+  :attr:`~attsvm.gd.algorithm.Algorithm.step_bound`, :func:`check_ranges`); ``gd`` / ``md`` have no a-priori bound,
+  so only the
   initial point is checked (an overflow later is the stop reason ``non-finite``);
 * nonlinear heads: ReLU $|u|,|\hat\gamma|\le\sqrt{d'}\,\|V\|_F\|x\|$; next-token squared $|u|\le1$,
   $|\hat\gamma|\le2\max|x|\max|e_k|\,|x|$; quadratic $\|m\|^2\le\max\|x\|^2$,
@@ -23,13 +25,15 @@ A bound above the limit is an :class:`~attsvm.errors.InputError` naming the fiel
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
 from ..errors import InputError
 from ..norms import frobenius_norm
+from .init import PARAMETERISATIONS
 
-__all__ = ["STEP_BOUNDED", "adam_entry_bound", "check_ranges", "representable_limit", "step_bound"]
+__all__ = ["adam_entry_bound", "check_ranges", "representable_limit"]
 
 
 def dtype_name(dtype) -> str:
@@ -58,10 +62,6 @@ def _fmt_log(lg: float) -> str:
     if mant >= 9.995:
         mant, ex = 1.0, ex + 1
     return f"{mant:.3g}e{ex:+03d}"
-
-
-#: the algorithms whose steps are bounded a priori (:func:`step_bound`), so a whole run is checked up front
-STEP_BOUNDED = ("ngd", "nsd", "adam", "nmd")
 
 
 def adam_entry_bound(betas: tuple[float, float], steps: int) -> float:
@@ -93,31 +93,6 @@ def adam_entry_bound(betas: tuple[float, float], steps: int) -> float:
     return best
 
 
-def step_bound(
-    algo: str,
-    shape: tuple[int, ...],
-    *,
-    norm: str | None = None,
-    q: float | None = None,
-    adam_betas: tuple[float, float] = (0.9, 0.999),
-    steps: int = 0,
-) -> float | None:
-    r"""$c$ with $\|\theta_{k+1}-\theta_k\|_F\le c\,\eta_k$ for one factor of ``shape`` (no batch axis), or ``None``
-    (no a-priori bound: ``gd``, ``md``, ``path``): ``ngd`` 1 (also ``"joint"``: each factor's share is at most 1);
-    ``nsd`` :func:`~attsvm.gd.steepest.fro_bound` of its norm; ``adam`` $\sqrt N\,$:func:`adam_entry_bound`;
-    ``nmd`` 1 (its dual moves by $\eta_k$ in $\ell_{q^*}$; :func:`check_ranges` maps that to the primal)."""
-    if algo in ("ngd", "nmd"):
-        return 1.0
-    if algo == "nsd":
-        from .steepest import fro_bound
-
-        assert norm is not None
-        return fro_bound(norm, shape, q)
-    if algo == "adam":
-        return math.sqrt(math.prod(shape)) * adam_entry_bound(adam_betas, steps)
-    return None
-
-
 def _lq_norms(a: np.ndarray, q: float) -> np.ndarray:
     """Entrywise l_q norm of each row of ``a`` (B, N), scale-safe (max-scaled)."""
     m = np.max(np.abs(a), axis=-1) if a.size else np.zeros(a.shape[0])
@@ -132,7 +107,6 @@ def check_ranges(
     Z: np.ndarray,
     v: np.ndarray,
     param: str,
-    algo: str,
     lr: np.ndarray,
     steps: int,
     init: dict[str, np.ndarray],
@@ -140,17 +114,19 @@ def check_ranges(
     dtype,
     batched: bool,
     schedule: str = "constant",
-    norm: str | None = None,
-    q: float | None = None,
-    adam_betas: tuple[float, float] = (0.9, 0.999),
+    bound: Callable[[tuple[int, ...]], float | None] | None = None,
+    mirror_q: float | None = None,
+    path: bool = False,
 ) -> None:
     r"""Refuse (:class:`~attsvm.errors.InputError`) a run whose scores, logits or parameters could leave the
-    range of ``dtype`` (module docstring); ``algo`` one of the engine's algorithms, or ``"path"`` (``init`` holds
-    the ball's norm bounds); flat-view arrays with a leading batch axis:
+    range of ``dtype`` (module docstring); flat-view arrays with a leading batch axis:
     ``X`` (B,N,T,d), ``Z`` (B,N,d), ``v`` (B,d), ``lr`` (B,), ``init`` the initial factors (B,...).
+    ``bound(shape)``: the algorithm's step bound $c$ for a factor of ``shape``, or ``None`` (no a-priori bound);
+    ``mirror_q``: the $q$ of a mirror descent, whose dual moves by $c\,\eta_k$ in $\ell_{q^*}$; ``path``: ``init``
+    holds the norm bounds of a regularisation path's largest ball (:func:`attsvm.gd.regularization_path`).
 
     The a-priori parameter bound is $R=\|\theta_0\|_F+c\sum_{k<\text{steps}}\eta_k$ per factor for the algorithms
-    with bounded steps, $\|\theta_{k+1}-\theta_k\|_F\le c\,\eta_k$ (:func:`step_bound`), where
+    with bounded steps, $\|\theta_{k+1}-\theta_k\|_F\le c\,\eta_k$, where
     $\sum_k\eta_k=\eta\cdot$``steps`` (``schedule="constant"``) or $\le\eta_0(2\sqrt{\text{steps}}-1)$
     (``"rsqrt"``); for ``nmd`` the dual moves by $\eta_k$ in $\ell_{q^*}$, so $\|D_k\|_{q^*}\le
     \|\theta_0\|_q^{q-1}+\sum_k\eta_k$ and $\|\theta_k\|_F\le N^{\max(0,1/2-1/q)}\|D_k\|_{q^*}^{1/(q-1)}$
@@ -176,11 +152,12 @@ def check_ranges(
     else:
         lsum, total = (math.log(steps) if steps > 0 else -math.inf), "lr*steps"
     lR, rules = {}, {}
+    refuse_dual = None
     for k, a in init.items():
         shape = tuple(a.shape[1:])
-        c = step_bound(algo, shape, norm=norm, q=q, adam_betas=adam_betas, steps=steps)
-        if algo == "nmd":
-            assert q is not None
+        c = None if bound is None else bound(shape)
+        if mirror_q is not None and c is not None:
+            q = mirror_q
             lq0 = (q - 1.0) * _log(_lq_norms(a.reshape(B, -1), q))  # log ||D_0||_{q*} = (q-1) log ||theta_0||_q
             lD = np.logaddexp(lq0, _log(lr) + lsum)
             cq = float(np.prod(shape)) ** max(0.0, 0.5 - 1.0 / q)
@@ -192,16 +169,16 @@ def check_ranges(
             continue
         lgrow = _log(lr) + lsum + math.log(c) if c is not None else np.full(B, -np.inf)
         lR[k] = np.logaddexp(_log(n0[k]), lgrow)
-        if algo == "path":
+        if path:
             rules[k] = "R"
         elif c is None:
             rules[k] = "||theta_0||"
         else:
             rules[k] = f"||theta_0|| + {total}" if c == 1.0 else f"||theta_0|| + {c:.4g}*{total}"
     rule = next(iter(rules.values()))
-    bounded = algo in STEP_BOUNDED
-    knob = "lr" if bounded else {"path": "radii"}.get(algo, "init")
-    fix = "lower lr or steps" if bounded else {"path": "lower the radii"}.get(algo, "rescale the initial point")
+    bounded = not path and bound is not None and any(bound(tuple(a.shape[1:])) is not None for a in init.values())
+    knob = "lr" if bounded else ("radii" if path else "init")
+    fix = "lower lr or steps" if bounded else ("lower the radii" if path else "rescale the initial point")
 
     def refuse(logb: np.ndarray, msg: str) -> None:
         bad = np.asarray(logb) > llim  # inf counts, -inf (a zero factor) and nan do not
@@ -222,14 +199,14 @@ def check_ranges(
             f"{knob}{{w}}: the parameter {k!r} cannot be represented in {{dt}}: its norm can reach {rules[k]} = "
             f"{{val}} > {{lim}}; {fix}",
         )
-    if algo == "nmd":
+    if refuse_dual is not None:
         k, ld, drule = refuse_dual
         refuse(
             ld,
             f"{knob}{{w}}: the mirror-descent dual of {k!r} cannot be represented in {{dt}}: its norm can reach "
             f"{drule} = {{val}} > {{lim}}; {fix}",
         )
-    if param in ("W", "KQ", "diag"):
+    if PARAMETERISATIONS[param].attention:
         lw = lR["W"] if param == "W" else lR["K"] + lR["Q"] if param == "KQ" else lR["k"] + lR["q"]
         refuse(
             _log(zn) + lw,

@@ -31,14 +31,14 @@ import torch
 from ..data import Dataset
 from ..errors import InputError
 from ..norms import frobenius_norm
-from .algorithms import Problem, W_of, forward, scaled_gradients
 from .init import initial_params
 from .loop import device_of, dtype_of, head_of
 from .model_torch import TorchData, loss_value_t
 from .numerics import fro_norm
+from .options import LOSSES
 from .ranges import check_ranges
-from .settings import LOSSES
-from .trajectory import summaries
+from .steps import Problem, W_of, forward, scaled_gradients
+from .summary import selection_stats
 
 
 @dataclass
@@ -163,13 +163,13 @@ def regularization_path(
                 Z=lead(f.Z),
                 v=lead(f.v),
                 param=param,
-                algo="path",
                 lr=np.zeros(B),
                 steps=0,
                 init={k: np.full((B, 1), r) for k, r in bound[param].items()},
                 head=hd,
                 dtype=dt,
                 batched=ds.batched,
+                path=True,
             )
             P = Problem(D, param, loss, hd)
             th = {k: torch.as_tensor(a, dtype=dt, device=dev) for k, a in th0.items()}
@@ -194,7 +194,7 @@ def regularization_path(
                         new = {param: _project_cone(new[param], that, 1.0 - mu)}
                     th = _project(new, R)
                 logs, u = forward(P, th)[:2]
-                sel, mxs, _, _ = summaries(logs, D.opt)
+                sel, mxs, _ = selection_stats(logs.cpu().numpy(), D.opt.cpu().numpy())
                 pr = th["p"] if param == "p" else W_of(th)
                 out["W"].append(None if param == "p" else pr.cpu().numpy())
                 for k in ("K", "Q", "p"):
@@ -202,8 +202,8 @@ def regularization_path(
                 out["loss"].append(loss_value_t(u, loss).mean(-1).cpu().numpy())
                 out["norm"].append(fro_norm(pr).cpu().numpy())
                 out["ball"].append(_ball(th).cpu().numpy())
-                out["sel"].append(sel.cpu().numpy())
-                out["mxs"].append(mxs.cpu().numpy())
+                out["sel"].append(sel)
+                out["mxs"].append(mxs)
     finally:
         torch.set_num_threads(before)
     st = lambda k: None if out[k][0] is None else np.stack(out[k])  # noqa: E731

@@ -25,9 +25,12 @@ import numpy as np
 
 from ..data import subset
 from ..errors import InputError
+from ..model import corr
 from ..pool import Pool
-from .engine import GDResult, require_trajectory_memory, run, trajectory_bytes
-from .init import PARAMS, initial_params
+from .engine import run
+from .init import PARAMETERISATIONS, PARAMS, initial_params
+from .result import GDResult
+from .spec import require_trajectory_memory, trajectory_bytes
 
 
 def run_shard(job: tuple[Any, dict[str, Any]]) -> GDResult:
@@ -68,7 +71,7 @@ def _shard_kwargs(kwargs: dict[str, Any], th0: dict[str, np.ndarray], B: int, a:
 
 def _trajectory(parts: list[GDResult], targets: list[dict[str, Any]]) -> dict[str, np.ndarray]:
     r"""The shards' trajectories side by side (R, B, ...). A shard whose runs all stopped early has fewer rows
-    (:class:`~attsvm.gd.trajectory.Recorder`); in the whole run those runs stay frozen at their final iterate, so
+    (:class:`~attsvm.gd.summary.Recorder`); in the whole run those runs stay frozen at their final iterate, so
     its missing rows are the summaries of its final iterate (the fields of its :class:`GDResult`; ``targets``:
     each shard's targets, for the ``corr:NAME`` series)."""
     if not parts[0].trajectory:
@@ -94,15 +97,10 @@ def _final_summary(r: GDResult, key: str, targets: dict[str, Any]) -> np.ndarray
     """What the recorder writes for the final iterate of the runs of ``r`` (``key`` one of its series)."""
     if key in ("loss", "norm", "selection", "max_softmax", "stuck"):
         return getattr(r, key)
-    primary = r.p if r.param in ("p", "vp") else r.W
-    if key.startswith("corr:"):  # a recorded run: torch is loaded already (its recorder)
-        import torch
-
-        from .model_torch import corr_t
-
+    primary = r.W if PARAMETERISATIONS[r.param].attention else r.p
+    if key.startswith("corr:"):  # the recorder's corr (:func:`attsvm.gd.summary.record_row`)
         t = np.asarray(targets[key[5:]], dtype=np.float64)
-        A = torch.as_tensor(primary, dtype=torch.float64)
-        return corr_t(A, torch.as_tensor(np.broadcast_to(t, A.shape).copy(), dtype=torch.float64)).numpy()
+        return corr(primary, np.broadcast_to(t, primary.shape), ndim=primary.ndim - 1)
     # recorded parameters: W, K, Q, p, v (KQ), k, q (diag: the factors are GDResult.K and .Q)
     return getattr(r, {"k": "K", "q": "Q"}.get(key, key))
 
@@ -175,7 +173,7 @@ def run_sharded(
 
 
 def _require_memory(ds: Any, kwargs: dict[str, Any]) -> None:
-    """Refuse (:func:`~attsvm.gd.engine.require_trajectory_memory`) a sharded run whose trajectories, the shards'
+    """Refuse (:func:`~attsvm.gd.spec.require_trajectory_memory`) a sharded run whose trajectories, the shards'
     and their concatenation (twice the whole batch's), would not fit in memory; malformed arguments are left to
     :func:`run` to report."""
     steps, every, m = kwargs.get("steps", 2000), kwargs.get("record_every"), kwargs.get("m")

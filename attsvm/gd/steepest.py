@@ -33,11 +33,12 @@ $\langle g,\Delta\rangle=\|g\|_*$ (the dual norm) for $g\ne0$, and is $0$ for $g
   overflows; ``fro`` is ``lq`` with $q=2$ up to rounding.
 
 Every direction is positively homogeneous of degree 0, $\Delta(cg)=\Delta(g)$ for $c>0$: the engine feeds it
-the power-of-two normalised log-domain gradient (:func:`~attsvm.gd.algorithms.scaled_gradients`), so the
+the power-of-two normalised log-domain gradient (:func:`~attsvm.gd.steps.scaled_gradients`), so the
 direction is exact however far past float64 underflow the gradient itself is. :func:`direction_parts` returns
 $\Delta$ as ``(D, den)``, $\Delta=D/\mathrm{den}$, so that a step is formed as $(\eta/\mathrm{den})\,D$ —
 for ``fro`` exactly the arithmetic of normalised GD (``algo="ngd"``), so ``nsd`` with ``norm="fro"`` is
-bit-identical to ``ngd``. :func:`fro_bound` is the norm-equivalence constant $\sup_{\|\Delta\|\le1}\|\Delta\|_F$
+bit-identical to ``ngd``. :func:`~attsvm.gd.options.fro_bound` is the norm-equivalence constant
+$\sup_{\|\Delta\|\le1}\|\Delta\|_F$
 the up-front range check (:func:`~attsvm.gd.ranges.check_ranges`) multiplies the step sizes with.
 """
 
@@ -48,9 +49,9 @@ import math
 import torch
 
 from ..tolerances import tol
-from .settings import NORMS
+from .options import NORMS
 
-__all__ = ["NORMS", "direction", "direction_parts", "fro_bound"]
+__all__ = ["NORMS", "direction", "direction_parts"]
 
 
 def _bview(x: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
@@ -97,21 +98,3 @@ def direction(g: torch.Tensor, norm: str, q: float | None = None) -> torch.Tenso
     D, den = direction_parts(g, norm, q)
     fac = torch.where(den > 0, 1.0 / den.clamp(min=torch.finfo(g.dtype).tiny), torch.zeros_like(den))
     return _bview(fac, D) * D
-
-
-def fro_bound(norm: str, shape: tuple[int, ...], q: float | None = None) -> float:
-    r"""$\sup_{\|\Delta\|\le1}\|\Delta\|_F$ for a factor of ``shape`` (without the batch axis), $N$ entries:
-    ``fro`` and ``l1`` 1, ``linf`` $\sqrt N$ (a full sign matrix), ``spec`` $\sqrt{\min(r,c)}$ (1 for a vector),
-    ``lq`` $N^{\max(0,1/2-1/q)}$ (Hölder). A step $\eta\Delta$ has Frobenius norm at most $\eta$ times this."""
-    N = math.prod(shape)
-    if norm in ("fro", "l1"):
-        return 1.0
-    if norm == "linf":
-        return math.sqrt(N)
-    if norm == "spec":
-        return math.sqrt(min(shape[-2], shape[-1])) if len(shape) >= 2 else 1.0
-    if norm == "lq":
-        if q is None or not (1.0 < q < math.inf):
-            raise ValueError(f"norm 'lq' needs a finite q > 1, got {q!r}")
-        return float(N ** max(0.0, 0.5 - 1.0 / q))
-    raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")

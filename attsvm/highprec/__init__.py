@@ -18,9 +18,10 @@ computation with these functions. Inputs are float64 arrays taken as *exact* bin
   gradient shares, Hessians, $L_W$, small linear algebra;
 * :mod:`.gd` — :func:`replay` (**the** high-precision replay of :func:`attsvm.gd.run`, of every (algorithm,
   parameterisation) the engine runs: ``gd``, ``ngd`` (per factor or ``normalize="joint"``), ``nsd`` in every norm
-  of :data:`NORMS` (:func:`nsd_direction`) and ``adam`` on ``W`` / ``KQ`` / ``p`` / ``vp`` / ``diag``, ``md`` /
-  ``nmd`` on ``W`` / ``p``; both step schedules of :data:`SCHEDULES` — the independent check each of them declares,
-  :data:`attsvm.gd.settings.ALGO_CHECKS`), :meth:`Replay.agreement` (a float64
+  of :data:`NORMS` (:func:`nsd_direction`), ``adam``, ``signum`` and ``muon`` on ``W`` / ``KQ`` / ``p`` / ``vp`` /
+  ``diag``, ``md`` / ``nmd`` on ``W`` / ``p``; both step schedules of :data:`SCHEDULES` — each algorithm's update one
+  function (``STEPS``), the independent check it declares, :data:`attsvm.gd.algos.ALGO_CHECKS`),
+  :meth:`Replay.agreement` (a float64
   trajectory against the replay, up to the first update whose discrete decision float64 took differently), and
   :func:`path_point` / :func:`best_path_point` (Newton on the first-order conditions of
   $\min_{\|W\|\le R}\mathcal L$, or of the $(K,Q)$ ball).

@@ -38,8 +38,18 @@ $D_k=\mathrm{sign}(W_k)|W_k|^{q-1}$ and $W_k=\mathrm{sign}(D_k)|D_k|^{1/(q-1)}$:
 .. math::
     \texttt{md}:\ D_{k+1}=D_k-\eta_k\,g_k,\qquad \texttt{nmd}:\ D_{k+1}=D_k-\eta_k\,g_k/\|g_k\|_{q^*}.
 
-A factor whose gradient is exactly zero takes no step (as in the engine), and the run stops when every
-factor's gradient is zero (``adam``: and its first moment). The float64 engine's other stop, ``underflow`` of
+and the momentum methods, with $m_k=\beta m_{k-1}+(1-\beta)g_k$ ($m_{-1}=0$, $\beta$ = ``momentum``):
+
+.. math::
+    \texttt{signum}:\ \theta_{k+1}=\theta_k-\eta_k\,\mathrm{sign}(m_k),\qquad
+    \texttt{muon}:\ \theta_{k+1}=\theta_k-\eta_k\,U_rV_r^\top,\ m_k=U\Sigma V^\top
+
+(the ``linf`` and ``spec`` steepest directions of $m_k$, :func:`nsd_direction`, whose decisions are recorded as
+for ``nsd``). Each algorithm's update is one function here (:data:`STEPS`, e.g. :func:`muon_step`), the replay step
+the engine's declaration names (:mod:`attsvm.gd.algos`). A factor whose gradient is exactly zero takes no step
+(as in the engine), and the run stops when every
+factor's gradient is zero (``adam``, ``signum``, ``muon``: and its first moment). The float64 engine's other
+stop, ``underflow`` of
 plain ``gd`` / ``md`` (the update lost in float64 rounding), has no counterpart here: the replay goes on.
 ``lr="1/L"`` (``W``): $\eta_0=1/L_W$ with $L_W$ at ``dps`` digits.
 
@@ -118,6 +128,8 @@ mp = mpmath.mp
 __all__ = [
     "PARAMS",
     "ALGOS",
+    "STEPS",
+    "Step",
     "NORMS",
     "SCHEDULES",
     "Direction",
@@ -133,11 +145,7 @@ __all__ = [
 
 #: the parameterisations replayed here (those of :data:`attsvm.gd.init.PARAMS`)
 PARAMS = ("W", "KQ", "p", "vp", "diag")
-#: the algorithms of :func:`attsvm.gd.run` replayed here, on every parameterisation except ``md`` / ``nmd``
-ALGOS = ("gd", "ngd", "nsd", "adam", "md", "nmd")
-#: the parameterisations of the mirror descents ``md`` / ``nmd`` (the engine's rule)
-MIRROR_PARAMS = ("W", "p")
-#: how ``ngd`` normalises several factors, as :data:`attsvm.gd.settings.NORMALIZE`
+#: how ``ngd`` normalises several factors, as :data:`attsvm.gd.options.NORMALIZE`
 NORMALIZE = ("per-factor", "joint")
 #: the norms of ``nsd`` (:func:`nsd_direction`), as :data:`attsvm.gd.NORMS`
 NORMS = ("fro", "linf", "l1", "spec", "lq")
@@ -283,6 +291,7 @@ class Replay:
     norm: str | None = None
     q: Any = None
     schedule: str = "constant"
+    decided: str | None = None
     decisions: list[Any] = field(default_factory=list)
     margins: list[Any] = field(default_factory=list)
     sensitivities: list[Any] = field(default_factory=list)
@@ -321,16 +330,16 @@ class Replay:
                 for k in range(K):
                     eta = float(step_size(mpmath.mpf(self.lr), k, self.schedule))
                     st = ref[k] - ref[k + 1]
-                    if self.norm == "linf":
+                    if self.decided == "linf":
                         got: Any = tuple(int(s) for s in np.sign(st).ravel())
-                    elif self.norm == "l1":
+                    elif self.decided == "l1":
                         got = tuple(int(j) for j in np.flatnonzero(st.ravel()))
                     else:
                         got = int(np.sum(np.linalg.svd(st / eta, compute_uv=False) > 0.5))
                     want = self.decisions[k]
                     if got != want:
                         flip, margin = k, float(self.margins[k])
-                        text = _flip_text(self.norm, k, got, want, margin, ref.shape[1:])
+                        text = _flip_text(self.decided, k, got, want, margin, ref.shape[1:])
                         break
         last = K if flip is None else flip
         eps64 = float(np.finfo(np.float64).eps)
@@ -423,39 +432,168 @@ def _signed_power(A: Any, e: Any) -> Any:
     return _sign(A) * abs(A) ** e if A != 0 else mpmath.mpf(0)
 
 
-def _settings(param, algo, norm, q, schedule, adam_betas, adam_eps, normalize) -> tuple:
-    """Validated ``(norm, q, schedule, (beta1, beta2), eps)`` (ValueError naming the bad argument), the engine's
-    rules (:func:`attsvm.gd.engine.settings_of`)."""
-    if param not in PARAMS:
-        raise ValueError(f"param must be one of {PARAMS}, got {param!r}")
-    if algo not in ALGOS:
-        raise ValueError(f"unknown algo {algo!r}; expected one of {ALGOS}")
-    if algo in ("md", "nmd") and param not in MIRROR_PARAMS:
-        raise ValueError(f"algo {algo!r} runs on param {' and '.join(map(repr, MIRROR_PARAMS))} only, got {param!r}")
-    if normalize not in NORMALIZE:
-        raise ValueError(f"normalize must be one of {NORMALIZE}, got {normalize!r}")
-    if algo != "ngd" and normalize != "per-factor":
-        raise ValueError("normalize applies to algo 'ngd' only")
-    if schedule not in SCHEDULES:
-        raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
-    if algo == "nsd":
-        if norm not in NORMS:
-            raise ValueError(f"algo 'nsd' needs norm, one of {NORMS}, got {norm!r}")
-    elif norm is not None:
-        raise ValueError(f"norm applies to algo 'nsd' only (got algo {algo!r})")
-    if algo in ("md", "nmd") or norm == "lq":
-        if q is None or not (1 < float(q) < float("inf")):
-            raise ValueError(f"algo {algo!r}{' with norm lq' if norm else ''} needs a finite q > 1, got {q!r}")
-    elif q is not None:
-        raise ValueError("q applies to algo 'md', 'nmd' and 'nsd' with norm 'lq' only")
-    b1, b2 = (float(x) for x in adam_betas)
-    if not (0.0 <= b1 and 0.0 < b2 < 1.0 and b1 * b1 < b2):
-        raise ValueError(f"adam_betas must satisfy 0 <= beta1 < sqrt(beta2) < 1, got {adam_betas!r}")
-    if not float(adam_eps) >= 0:
-        raise ValueError(f"adam_eps must be non-negative, got {adam_eps!r}")
-    if algo != "adam" and ((b1, b2) != (0.9, 0.999) or float(adam_eps) != 0):
-        raise ValueError("adam_betas and adam_eps apply to algo 'adam' only")
-    return norm, q, schedule, (b1, b2), float(adam_eps)
+@dataclass
+class Step:
+    r"""What one replayed update $k$ sees: the iterate ``th``, its gradients ``grads`` and their Frobenius ``norms``
+    (per factor), the step size ``eta`` $=\eta_k$, the update number ``t`` $=k+1$, the run's settings (``q``,
+    ``norm``, ``normalize``, ``betas``, ``eps``, ``momentum`` as ``mpf`` where numbers; float64 values taken
+    exactly) and ``state``, the algorithm's own variables carried from update to update (a dict it fills)."""
+
+    th: dict[str, Any]
+    grads: dict[str, Any]
+    norms: dict[str, Any]
+    eta: Any
+    t: int
+    settings: dict[str, Any]
+    state: dict[str, Any]
+    dps: int
+
+
+#: a replay step returns the next iterate's changed factors (``None``: a fixed point, the replay stops) and the
+#: steepest directions it took per factor when they are discrete choices (recorded as decisions, ``{}`` otherwise)
+StepResult = tuple[dict[str, Any] | None, dict[str, Direction]]
+
+
+def _stationary(s: Step) -> bool:
+    return all(nrm == 0 for nrm in s.norms.values())
+
+
+def gd_step(s: Step) -> StepResult:
+    r"""``gd``: $\theta-\eta_k g_k$ per factor."""
+    if _stationary(s):
+        return None, {}
+    return {n: _axpy(s.th[n], -s.eta, g) for n, g in s.grads.items()}, {}
+
+
+def ngd_step(s: Step) -> StepResult:
+    r"""``ngd``: $\theta-\eta_k g_k/\|g_k\|_F$ per factor, or $/\|g_k\|$ of the whole gradient (``joint``)."""
+    if _stationary(s):
+        return None, {}
+    joint = mp.sqrt(mp.fsum(nrm * nrm for nrm in s.norms.values()))
+    den = {n: joint if s.settings["normalize"] == "joint" else s.norms[n] for n in s.grads}
+    return {n: s.th[n] if s.norms[n] == 0 else _axpy(s.th[n], -s.eta / den[n], g) for n, g in s.grads.items()}, {}
+
+
+def nsd_step(s: Step) -> StepResult:
+    r"""``nsd``: $\theta-\eta_k\Delta_k$ per factor, $\Delta_k$ the steepest direction :func:`nsd_direction`."""
+    if _stationary(s):
+        return None, {}
+    new, dirs = {}, {}
+    for n, g in s.grads.items():
+        if s.norms[n] == 0:
+            new[n] = s.th[n]
+            continue
+        dirs[n] = dirn = nsd_direction(g, s.settings["norm"], s.settings["q"], s.dps)
+        new[n] = _axpy(s.th[n], -s.eta, dirn.delta)
+    return new, dirs if s.settings["norm"] in DISCRETE else {}
+
+
+def _mirror(s: Step, normalised: bool) -> StepResult:
+    if _stationary(s):
+        return None, {}
+    q = s.settings["q"]
+    qs = q / (q - 1)
+    if "dual" not in s.state:
+        s.state["dual"] = {n: _signed_power(a, q - 1) for n, a in s.th.items()}
+    new = {}
+    for n, g in s.grads.items():
+        if s.norms[n] == 0:
+            new[n] = s.th[n]
+            continue
+        scale = s.eta / mp.fsum(abs(x) ** qs for x in _flat(g)) ** (1 / qs) if normalised else s.eta
+        s.state["dual"][n] = _axpy(s.state["dual"][n], -scale, g)
+        new[n] = _signed_power(s.state["dual"][n], 1 / (q - 1))
+    return new, {}
+
+
+def md_step(s: Step) -> StepResult:
+    r"""``md``: $D_{k+1}=D_k-\eta_kg_k$, $D=\mathrm{sign}(\theta)|\theta|^{q-1}$,
+    $\theta=\mathrm{sign}(D)|D|^{1/(q-1)}$."""
+    return _mirror(s, normalised=False)
+
+
+def nmd_step(s: Step) -> StepResult:
+    r"""``nmd``: $D_{k+1}=D_k-\eta_kg_k/\|g_k\|_{q^*}$, the same mirror maps as ``md``."""
+    return _mirror(s, normalised=True)
+
+
+def adam_step(s: Step) -> StepResult:
+    r"""``adam``: $m_k=\beta_1m_{k-1}+(1-\beta_1)g_k$, $v_k=\beta_2v_{k-1}+(1-\beta_2)g_k^2$, $\theta-\eta_k
+    \hat m_k/(\sqrt{\hat v_k}+\epsilon)$ entrywise (an entry with $v_k=0$ takes no step); a fixed point when every
+    gradient and first moment is zero."""
+    B1, B2 = s.settings["betas"]
+    EPS = s.settings["eps"]
+    zero = mpmath.mpf(0)
+    mom = s.state.setdefault("m", {n: [zero] * len(_flat(a)) for n, a in s.th.items()})
+    sec = s.state.setdefault("v", {n: [zero] * len(_flat(a)) for n, a in s.th.items()})
+    new_m = {n: [B1 * a + (1 - B1) * x for a, x in zip(mom[n], _flat(g))] for n, g in s.grads.items()}
+    if _stationary(s) and all(x == 0 for m_ in new_m.values() for x in m_):
+        return None, {}
+    new_v = {n: [B2 * a + (1 - B2) * x * x for a, x in zip(sec[n], _flat(g))] for n, g in s.grads.items()}
+    bc1, bc2 = 1 - B1**s.t, 1 - B2**s.t
+    new = {}
+    for n in s.grads:
+        st = [(m_ / bc1) / (mp.sqrt(v_ / bc2) + EPS) if v_ > 0 else zero for m_, v_ in zip(new_m[n], new_v[n])]
+        new[n] = _axpy(s.th[n], -s.eta, _shaped(st, s.th[n]))
+    s.state["m"], s.state["v"] = new_m, new_v
+    return new, {}
+
+
+def _momentum_step(s: Step, norm: str) -> StepResult:
+    r"""$m_k=\beta m_{k-1}+(1-\beta)g_k$ per factor, $\theta-\eta_k\Delta(m_k)$ with $\Delta$ the steepest direction
+    of $m_k$ in ``norm`` (:func:`nsd_direction`); a fixed point when every gradient and average is zero."""
+    beta = s.settings["momentum"]
+    zero = mpmath.mpf(0)
+    avg = s.state.setdefault("m", {n: _shaped([zero] * len(_flat(a)), a) for n, a in s.th.items()})
+    new_avg = {n: _axpy(_scaled(avg[n], beta), 1 - beta, g) for n, g in s.grads.items()}
+    if _stationary(s) and all(x == 0 for m_ in new_avg.values() for x in _flat(m_)):
+        return None, {}
+    s.state["m"] = new_avg
+    new, dirs = {}, {}
+    for n, m_ in new_avg.items():
+        if all(x == 0 for x in _flat(m_)):
+            new[n] = s.th[n]
+            continue
+        dirs[n] = dirn = nsd_direction(m_, norm, None, s.dps)
+        new[n] = _axpy(s.th[n], -s.eta, dirn.delta)
+    return new, dirs
+
+
+def signum_step(s: Step) -> StepResult:
+    r"""``signum``: $m_k=\beta m_{k-1}+(1-\beta)g_k$, $\theta-\eta_k\,\mathrm{sign}(m_k)$ (the decisions are the sign
+    patterns of $m_k$, recorded as for ``nsd`` in ``linf``)."""
+    return _momentum_step(s, "linf")
+
+
+def muon_step(s: Step) -> StepResult:
+    r"""``muon``: $m_k=\beta m_{k-1}+(1-\beta)g_k$, $\theta-\eta_k\,U_rV_r^\top$ with $U_rV_r^\top$ the polar factor of
+    $m_k$ over its singular values above $\rho\,\sigma_1$ (the ``spec`` direction of :func:`nsd_direction`, from
+    :func:`mpmath.svd_r`; kept rank and sensitivity recorded as for ``nsd`` in ``spec``)."""
+    return _momentum_step(s, "spec")
+
+
+#: the replayed algorithms and their steps, written here from the definitions (the engine declares each one's
+#: step by name: :mod:`attsvm.gd.algos`)
+STEPS = {
+    "gd": gd_step,
+    "ngd": ngd_step,
+    "md": md_step,
+    "nsd": nsd_step,
+    "adam": adam_step,
+    "nmd": nmd_step,
+    "signum": signum_step,
+    "muon": muon_step,
+}
+ALGOS = tuple(STEPS)
+#: the steepest-descent norm of each algorithm's discrete decisions (:meth:`Replay.agreement`)
+DECISION_NORM = {"signum": "linf", "muon": "spec"}
+
+
+def _scaled(x: Any, a: Any) -> Any:
+    """``a*x`` for nested lists."""
+    if isinstance(x, list):
+        return [_scaled(xi, a) for xi in x]
+    return a * x
 
 
 def replay(
@@ -469,24 +607,33 @@ def replay(
     loss: str = "logistic",
     record_every: int | None = None,
     dps: int = DPS,
-    norm: str | None = None,
-    q: float | None = None,
-    schedule: str = "constant",
-    adam_betas: tuple[float, float] = (0.9, 0.999),
-    adam_eps: float = 0.0,
-    normalize: str = "per-factor",
+    settings: Any = None,
+    **options: Any,
 ) -> Replay:
     r"""Replay ``steps`` steps of ``algo`` on ``param`` from ``init`` at ``dps`` digits (module docstring).
 
     ``init``: the initial point as float64 arrays (taken as exact) or nested ``mpf`` — $W_0$ (d,d),
     ``{"K": K_0, "Q": Q_0}`` (d,m), $p_0$ (d,), ``{"v": v_0, "p": p_0}`` or ``{"k": k_0, "q": q_0}`` (d,)
     (``diag``); ``lr``: $\eta_0$, a number (float64 taken as exact) or ``"1/L"`` (``W`` only);
-    ``record_every``: record the iterates $0,k,2k,\dots$ (as the engine's trajectories). The settings are those
-    of :func:`attsvm.gd.run`, with its rules: ``norm`` (``nsd`` only, one of :data:`NORMS`), ``q`` (``md``,
-    ``nmd``, ``nsd`` with ``norm="lq"``), ``schedule`` (:data:`SCHEDULES`), ``adam_betas`` $(\beta_1,\beta_2)$ and
-    ``adam_eps`` $\epsilon\ge0$ (``adam`` only; float64 values taken exactly), ``normalize`` (:data:`NORMALIZE`,
-    ``ngd`` only). ``md``, ``nmd``: param ``W`` and ``p`` (:data:`MIRROR_PARAMS`), as in the engine."""
-    norm, q, schedule, (b1, b2), eps = _settings(param, algo, norm, q, schedule, adam_betas, adam_eps, normalize)
+    ``record_every``: record the iterates $0,k,2k,\dots$ (as the engine's trajectories). ``settings``: a
+    :class:`attsvm.gd.Settings`, or the settings as keyword ``options`` (``norm``, ``q``, ``schedule``,
+    ``adam_betas``, ``adam_eps``, ``normalize``, ``momentum``), validated by the engine's one rule
+    :func:`attsvm.gd.settings_of` (a ``ValueError`` naming the bad one); the ridge and the normaliser's epsilon are
+    not replayed (refused). Each update is the algorithm's step written here (:data:`STEPS`)."""
+    from ..gd.spec import Settings, settings_of
+
+    if param not in PARAMS:
+        raise ValueError(f"param must be one of {PARAMS}, got {param!r}")
+    if settings is None:
+        S = settings_of(algo, param, **options)
+    elif isinstance(settings, Settings) and not options and settings.algo == algo:
+        S = settings_of(algo, param, **{k: v for k, v in vars(settings).items() if k != "algo"})
+    else:
+        raise ValueError("give settings (an attsvm.gd.Settings of this algo) or the options, not both")
+    if S.ridge or S.grad_eps:
+        raise ValueError("the replay has no ridge and no normaliser epsilon (ridge 0, grad_eps 0)")
+    if S.algo not in STEPS:
+        raise ValueError(f"no 50-digit step of algo {S.algo!r}; replayed: {ALGOS}")
     D = data(ds)
     with mp.workdps(dps):
         th = _init(param, init, D.d)
@@ -496,65 +643,36 @@ def replay(
             eta0 = 1 / smoothness_constant(D, dps=dps)
         else:
             eta0 = _exact(lr)
-        qm = None if q is None else _exact(q)
-        rep = Replay(param, th, eta0, 0, algo=algo, norm=norm, q=qm, schedule=schedule)
+        qm = None if S.q is None else _exact(S.q)
+        values = {
+            "q": qm,
+            "norm": S.norm,
+            "normalize": S.normalize,
+            "betas": tuple(_exact(b) for b in S.adam_betas),
+            "eps": _exact(S.adam_eps),
+            "momentum": _exact(S.momentum),
+        }
+        decided = DECISION_NORM.get(S.algo, S.norm if S.algo == "nsd" else None)
+        rep = Replay(param, th, eta0, 0, algo=S.algo, norm=S.norm, q=qm, schedule=S.schedule, decided=decided)
         if record_every:
             rep.steps.append(0)
             rep.recorded.append(th)
-        zero = mpmath.mpf(0)
-        if algo == "adam":
-            mom = {k: [zero] * len(_flat(a)) for k, a in th.items()}
-            sec = {k: [zero] * len(_flat(a)) for k, a in th.items()}
-            B1, B2, EPS = _exact(b1), _exact(b2), _exact(eps)
-        if algo in ("md", "nmd"):
-            dual = {k: _signed_power(a, qm - 1) for k, a in th.items()}
+        state: dict[str, Any] = {}
+        step = STEPS[S.algo]
         for k in range(steps):
-            eta = step_size(eta0, k, schedule)
             grads = _gradients(D, param, th, loss, dps)
             norms = {name: frob(g) for name, g in grads.items()}
-            if algo == "adam":
-                t = k + 1
-                new_m = {n: [B1 * a + (1 - B1) * x for a, x in zip(mom[n], _flat(g))] for n, g in grads.items()}
-                if all(nrm == 0 for nrm in norms.values()) and all(x == 0 for m_ in new_m.values() for x in m_):
-                    break
-                new_v = {n: [B2 * a + (1 - B2) * x * x for a, x in zip(sec[n], _flat(g))] for n, g in grads.items()}
-                bc1, bc2 = 1 - B1**t, 1 - B2**t
-                new = {}
-                for n in grads:
-                    st = [
-                        (m_ / bc1) / (mp.sqrt(v_ / bc2) + EPS) if v_ > 0 else zero for m_, v_ in zip(new_m[n], new_v[n])
-                    ]
-                    new[n] = _axpy(th[n], -eta, _shaped(st, th[n]))
-                mom, sec = new_m, new_v
-            else:
-                if all(nrm == 0 for nrm in norms.values()):
-                    break
-                new = {}
-                dirs = {}
-                joint = mp.sqrt(mp.fsum(nrm * nrm for nrm in norms.values()))  # ||g|| of the whole parameter
-                for name, g in grads.items():
-                    if norms[name] == 0:
-                        new[name] = th[name]
-                    elif algo == "ngd":
-                        new[name] = _axpy(th[name], -eta / (joint if normalize == "joint" else norms[name]), g)
-                    elif algo == "gd":
-                        new[name] = _axpy(th[name], -eta, g)
-                    elif algo == "nsd":
-                        dirs[name] = dirn = nsd_direction(g, norm, qm, dps)
-                        new[name] = _axpy(th[name], -eta, dirn.delta)
-                    else:  # md / nmd: the step in the dual, W = sign(D)|D|^(1/(q-1))
-                        qs = qm / (qm - 1)
-                        scale = eta if algo == "md" else eta / mp.fsum(abs(x) ** qs for x in _flat(g)) ** (1 / qs)
-                        dual[name] = _axpy(dual[name], -scale, g)
-                        new[name] = _signed_power(dual[name], 1 / (qm - 1))
-                if dirs and norm in DISCRETE:  # one entry per update (several factors: all their decisions)
-                    one = len(grads) == 1
-                    rep.decisions.append(
-                        next(iter(dirs.values())).decision if one else {n: x.decision for n, x in dirs.items()}
-                    )
-                    rep.margins.append(min(x.margin for x in dirs.values()))
-                    if norm == "spec":
-                        rep.sensitivities.append(max(x.sensitivity for x in dirs.values()))
+            new, dirs = step(Step(th, grads, norms, step_size(eta0, k, S.schedule), k + 1, values, state, dps))
+            if new is None:
+                break
+            if dirs and decided in DISCRETE:  # one entry per update (several factors: all their decisions)
+                one = len(grads) == 1
+                rep.decisions.append(
+                    next(iter(dirs.values())).decision if one else {n: x.decision for n, x in dirs.items()}
+                )
+                rep.margins.append(min(x.margin for x in dirs.values()))
+                if decided == "spec":
+                    rep.sensitivities.append(max(x.sensitivity for x in dirs.values()))
             th = {**th, **new}
             rep.taken = k + 1
             if record_every and (k + 1) % record_every == 0:

@@ -14,7 +14,7 @@ wrong input's $\log s_{i,\mathrm{opt}_i}$ below ``log_s_trap`` and still falling
 
 Confirmation: the trapped end state is replayed in mpmath (50 digits, gradient from its definition)
 next to the float64 path; refuted when both agree, the wrong input's gradient share keeps falling
-and the trap deficits exceed 1 (:func:`attsvm.gd.trap_replay`).
+and the trap deficits exceed 1 (:func:`attsvm.claims.trap.trap_replay`).
 
 Verdict and evidence: ``docs/claims_convergence.md`` — refuted for normalised GD from random init and
 from ``W_0=0``, and for plain GD with $\eta=1/L_W$ from ``W_0=0`` (``algo="gd"``, ``lr="1/L"``; pinned
@@ -59,8 +59,8 @@ def initial_points(case, d):
 
 
 def sweep(batch, W0, h):
-    """:func:`attsvm.gd.trap_sweep` with the claim's parameters."""
-    from attsvm.gd import trap_sweep
+    """:func:`attsvm.claims.trap.trap_sweep` with the claim's parameters."""
+    from attsvm.claims.trap import trap_sweep
 
     return trap_sweep(batch, W0, **{k: h[k] for k in ("algo", "lr", "steps", "corr_trap", "log_s_trap")})
 
@@ -102,7 +102,7 @@ def gd_global_equal_scores(case):
 
 @gd_global_equal_scores.confirm
 def _confirm(case, outcome):
-    from attsvm.gd import trap_replay
+    from attsvm.claims.trap import trap_replay
     from attsvm.tolerances import tol
 
     b = str(case.index)

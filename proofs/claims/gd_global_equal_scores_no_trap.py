@@ -2,7 +2,7 @@ r"""``gd-global-equal-scores-no-trap`` (empirical; our refinement of ``gd-global
 Assumption B and **no trap set** ⇒ GD from any initialisation ends with every input on its optimal
 token. A trap set is a non-empty proper subset $S$ of inputs such that the Att-SVM $W'$ of the other
 inputs exists and every $i\in S$ has deficit $\max_{t\ne\mathrm{opt}_i}(x_{it}-x_{i,\mathrm{opt}_i})^\top
-W'z_i>1$ (:func:`attsvm.gd.trap_sets`): along $W'$ those inputs' share of the gradient
+W'z_i>1$ (:func:`attsvm.claims.trap.trap_sets`): along $W'$ those inputs' share of the gradient
 vanishes exponentially, so they never recover (the mechanism that refutes ``gd-global-equal-scores``).
 
 Runs on data sets that have a trap set are outside the hypothesis (undecided); in addition every
@@ -53,7 +53,7 @@ PARAMS = {
 def gd_global_equal_scores_no_trap(case):
     import numpy as np
 
-    from attsvm.gd import trap_sets, trap_sweep
+    from attsvm.claims.trap import trap_sets, trap_sweep
 
     h = case.hypotheses
     d = case.batch.d

@@ -64,7 +64,7 @@ def _rest(ds: Dataset, wrong) -> np.ndarray | None:
     keep = np.setdiff1d(np.arange(ds.n), wrong)
     if keep.size == 0:
         return None
-    from ..svm.frobenius import wmm  # the solvers load on first use (start-up of `import attsvm.gd`)
+    from ..svm.frobenius import wmm  # the solvers load on first use
 
     return wmm(Dataset(ds.X[keep], ds.Y[keep], ds.Z[keep], ds.v, alpha=ds.opt[keep]))
 
@@ -137,7 +137,7 @@ def trap_sweep(
     ``W0`` (k, d, d) on every data set of ``batch`` — one batched :func:`attsvm.gd.run` of B·k runs, halved to
     read the log-softmax at ``steps//2`` — and judge each run with :func:`trap_margin`. Returns per data set
     ``ok`` (no trapped run; None if undecidable), ``margin`` and the detail of its worst run (with ``W_end``)."""
-    from .engine import run
+    from ..gd import run
 
     B, k = batch.batch_size, W0.shape[0]
     big = Dataset.stack([batch[b] for b in range(B) for _ in range(k)])
@@ -176,7 +176,7 @@ def trap_replay(ds: Dataset, W_end: Any, wrong: list[int], *, algo: str, lr: Any
     difference of the two end points), the ``wrong`` inputs' $\log_{10}$ gradient shares at the start and end
     of the replay, whether they fell, the deficits and whether the trap survives."""
     from .. import highprec as hp
-    from .engine import run
+    from ..gd import run
 
     W = np.asarray(W_end, dtype=np.float64)
     ref = run(ds, param="W", algo=algo, lr=lr, steps=int(steps), init=W)

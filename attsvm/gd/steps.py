@@ -1,0 +1,280 @@
+r"""The torch building blocks of a step, batched over the leading axis $B$: the problem, the forward pass, the
+scale-safe gradients, the ridge folded in, the step schedule, the mirror maps. The algorithms composed from them are
+the modules of :mod:`attsvm.gd.algos` (their equations are there).
+
+Parameters $\theta$ are a dict of tensors: ``{"W"}``, ``{"K","Q"}`` ($W=KQ^\top$), ``{"k","q"}`` (diagonal
+factors, $W=\mathrm{diag}(k\odot q)$, $\nabla_k=\mathrm{diag}(\nabla\mathcal L(W))\odot q$,
+$\nabla_q=\mathrm{diag}(\nabla\mathcal L(W))\odot k$), ``{"p"}`` or ``{"v","p"}``.
+
+Step sizes (``schedule``): ``"constant"`` $\eta_k=\eta$, or ``"rsqrt"`` $\eta_k=\eta_0(k+1)^{-1/2}$ for update
+$k=0,1,\dots$ (:func:`step_size`; every algorithm). A factor whose gradient is exactly zero takes no step (never
+$0/0$, :func:`unit_step`).
+
+**Scale safety** (:mod:`.numerics`). Gradients are assembled from power-of-two rescaled pieces — the data
+$\hat X=2^{-e_X}X$, $\hat Z=2^{-e_Z}Z$ (only when out of range), the scores, the token weights, the factors —
+and returned as $\nabla_k\mathcal L=e^{M_k}2^{E_k}\hat G_k$ with $\max|\hat G_k|\in[\tfrac12,1)$
+(:func:`scaled_gradients`). So $\|\hat G_k\|$ never squares into overflow or underflow, the normalised
+direction $\hat G_k/\|\hat G_k\|$ is exact however large or small $\|\nabla\mathcal L\|$ is, the plain step
+is $\eta\nabla_k\mathcal L=(\eta2^{E_k})\,\hat G_k$ (the factor formed by exact power-of-two steps), and every result is
+bit-identical to the unscaled formulas wherever those are representable.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+
+from .init import PARAMETERISATIONS
+from .model_torch import (
+    TorchData,
+    grad_from_weights_p,
+    grad_from_weights_W,
+    head_outputs,
+    log_neg_loss_derivative_t,
+    log_softmax_parts,
+    logits_p,
+    logits_W,
+    loss_derivative_t,
+    token_weights,
+    token_weights_logdomain,
+)
+from .numerics import ldexp, normalise, range_scaled
+from .options import SCHEDULES
+
+
+@dataclass
+class Problem:
+    """What is optimised: data, parametrisation, loss and head (fixed during a run)."""
+
+    D: TorchData
+    param: str
+    loss: str = "logistic"
+    head: tuple | None = None
+    #: range-scaled data (:func:`~attsvm.gd.numerics.range_scaled`): ``X = 2^ex Xs``, ``Z = 2^ez Zs``,
+    #: fixed scores ``gamma = 2^eg gs``; the tensors themselves (exponent 0) when in range
+    Xs: torch.Tensor = field(init=False, repr=False)
+    XTs: torch.Tensor | None = field(init=False, repr=False)
+    Zs: torch.Tensor = field(init=False, repr=False)
+    gs: torch.Tensor = field(init=False, repr=False)
+    ex: torch.Tensor = field(init=False, repr=False)
+    ez: torch.Tensor = field(init=False, repr=False)
+    eg: torch.Tensor = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        D = self.D
+        self.Xs, self.ex = range_scaled(D.X)
+        if self.Xs is D.X:
+            self.XTs = D.XT
+        else:
+            self.XTs = None if D.XT is None else self.Xs.transpose(-1, -2).contiguous()
+        self.Zs, self.ez = range_scaled(D.Z)
+        self.gs, self.eg = range_scaled(D.gamma)
+
+    @property
+    def fixed_scores(self) -> bool:
+        """Scores do not change during the run (linear head with the data set's fixed v)."""
+        return self.head is None and self.param != "vp"
+
+
+def W_of(th: dict[str, torch.Tensor]) -> torch.Tensor:
+    r"""The attention matrix: ``W``, $KQ^\top$ or $\mathrm{diag}(k\odot q)$."""
+    if "k" in th:
+        return torch.diag_embed(th["k"] * th["q"])
+    return th["W"] if "W" in th else torch.matmul(th["K"], th["Q"].transpose(-1, -2))
+
+
+def forward(P: Problem, th: dict[str, torch.Tensor]):
+    """Return ``(log s, u, effective scores, parts, W)`` at $\\theta$: (B,N,T), (B,N), (B,N,T), the
+    :func:`~attsvm.gd.model_torch.log_softmax_parts` pieces ``(e, log Z, t1)`` and the attention matrix
+    :func:`W_of` (B,d,d) it used (formed once per step, also for the records and the ``target_corr`` rule;
+    ``None`` for ``p`` / ``vp``)."""
+    D = P.D
+    W = W_of(th) if PARAMETERISATIONS[P.param].attention else None
+    a = logits_p(D.X, th["p"]) if W is None else logits_W(D.X, W, D.Z, D.XT)
+    logs, e, lz, top = log_softmax_parts(a, D.mask)
+    s = e * torch.exp(-lz)
+    if P.fixed_scores:
+        return logs, (s * D.gamma).sum(-1), D.gamma, (e, lz, top), W
+    u, ghat = head_outputs(D.X, D.Y, th.get("v", D.v), s, P.head)
+    return logs, u, ghat, (e, lz, top), W
+
+
+def scaled_gradients(P: Problem, th: dict[str, torch.Tensor], fw, log_domain: bool):
+    r"""Loss gradients per factor as ``(G, M, E)``: $\nabla_k\mathcal L=e^{M_k}\,2^{E_k}\,\hat G_k$ with
+    $\max|\hat G_k|\in[\tfrac12,1)$ (or $\hat G_k=0$); ``M`` (B,) float log-scales (0 in the plain mode),
+    ``E`` (B,) int64 binary exponents (module docstring). In the log domain
+    $\nabla_v\mathcal L=-\frac{e^{M_v}}N\sum_ie^{\log|\ell'_i|-M_v}Y_iX_i^\top s_i$, $M_v=\max_i\log|\ell'_i|$."""
+    logs, u, ghat, parts = fw[:4]
+    D = P.D
+    if log_domain:
+        gs, ew = (P.gs, P.eg) if P.fixed_scores else normalise(ghat)
+        w, M = token_weights_logdomain(logs, gs, u, P.loss, parts)
+    else:  # the plain float weights, underflowing exactly where float64 does (the "underflow" stop)
+        gs, ew = (P.gs, P.eg) if P.fixed_scores else (ghat, torch.zeros_like(P.ex))
+        w = token_weights(logs, gs, u, P.loss)
+        M = torch.zeros(D.B, dtype=D.X.dtype, device=D.X.device)
+    if PARAMETERISATIONS[P.param].attention:
+        G, eG = normalise(grad_from_weights_W(w, P.Xs, P.Zs, P.XTs))
+        E = ew + P.ex + P.ez + eG
+        if P.param == "W":
+            return {"W": G}, {"W": M}, {"W": E}
+        B = G.shape[0]
+        # both factor gradients in one (2B, ...) buffer, normalised together (row by row: the same numbers)
+        if P.param == "diag":  # diag(G) (.) q and diag(G) (.) k: |entries| < max|q|, max|k| (representable)
+            gd = torch.diagonal(G, dim1=-2, dim2=-1)
+            both = torch.empty((2 * B, *th["q"].shape[1:]), dtype=G.dtype, device=G.device)
+            torch.mul(gd, th["q"], out=both[:B])
+            torch.mul(gd, th["k"], out=both[B:])
+            g2, e2 = normalise(both)
+            return {"k": g2[:B], "q": g2[B:]}, {"k": M, "q": M}, {"k": E + e2[:B], "q": E + e2[B:]}
+        # |G Q| <= d max|Q| (max|G| < 1): representable, as check_ranges bounds d ||K||, d ||Q||
+        both = torch.empty((2 * B, *th["Q"].shape[1:]), dtype=G.dtype, device=G.device)
+        torch.matmul(G, th["Q"], out=both[:B])
+        torch.matmul(G.transpose(-1, -2), th["K"], out=both[B:])
+        g2, e2 = normalise(both)
+        return {"K": g2[:B], "Q": g2[B:]}, {"K": M, "Q": M}, {"K": E + e2[:B], "Q": E + e2[B:]}
+    gp, ep = normalise(grad_from_weights_p(w, P.Xs))
+    Ep = ew + P.ex + ep
+    if P.param == "p":
+        return {"p": gp}, {"p": M}, {"p": Ep}
+    N = u.shape[-1]
+    if log_domain:
+        lc = log_neg_loss_derivative_t(u, P.loss)
+        Mv = lc.amax(-1)
+        c = -torch.exp(lc - Mv.unsqueeze(-1)) / N
+    else:
+        Mv = torch.zeros_like(M)
+        c = loss_derivative_t(u, P.loss) / N
+    gv, ev = normalise(torch.einsum("bn,bnt,bntd->bd", c * D.Y, torch.exp(logs), P.Xs))
+    return {"v": gv, "p": gp}, {"v": Mv, "p": M}, {"v": P.ex + ev, "p": Ep}
+
+
+def gradients(P: Problem, th: dict[str, torch.Tensor], fw, log_domain: bool):
+    r"""Loss gradients per factor and their log-scales: ``(grads, logscale)``; the true gradient of factor
+    ``k`` is ``exp(logscale[k]) * grads[k]``. Plain mode: the float gradient itself (logscale 0; it saturates
+    to 0 / inf where float64 does); log domain: the representable :func:`scaled_gradients` direction with
+    $\log$-scale $M_k+E_k\log2$."""
+    G, M, E = scaled_gradients(P, th, fw, log_domain)
+    if log_domain:
+        return G, {k: M[k] + E[k].to(M[k].dtype) * math.log(2.0) for k in G}
+    return {k: ldexp(g, E[k]) for k, g in G.items()}, {k: torch.zeros_like(M[k]) for k in G}
+
+
+def bshape(x: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    return x.view(x.shape[0], *([1] * (like.dim() - 1)))
+
+
+def log_scaled(
+    G, M, E, th: dict[str, torch.Tensor], ridge: float, scales: bool = True
+) -> dict[str, tuple[torch.Tensor, torch.Tensor | None]]:
+    r"""Per factor $(\hat g_k, L_k)$ with $g_k=\nabla_k\mathcal L+2\lambda\theta_k=e^{L_k}\hat g_k$ and
+    $\max|\hat g_k|\in[\tfrac12,1)$ (or $\hat g_k=0$): the ridge is folded in as
+    $e^{L-c}\hat G+e^{L_\lambda-c}\hat\theta$, $L=M+E\log2$, $L_\lambda=\log2\lambda+e_\theta\log2$,
+    $c=\max(L,L_\lambda)$, so nothing overflows or underflows. ``scales=False`` (no ridge, and a step that only
+    needs the direction $\hat g_k$): $L_k$ is not formed (``None``)."""
+    if not scales and ridge == 0:
+        return {k: (g, None) for k, g in G.items()}
+    ln2 = math.log(2.0)
+    lam = math.log(2.0 * ridge) if ridge > 0 else None
+    out = {}
+    for k, g in G.items():
+        L = M[k] + E[k].to(g.dtype) * ln2
+        if lam is not None:
+            thh, eth = normalise(th[k])
+            L2 = lam + eth.to(g.dtype) * ln2
+            c = torch.maximum(L, L2)
+            g, e = normalise(bshape(torch.exp(L - c), g) * g + bshape(torch.exp(L2 - c), g) * thh)
+            L = c + e.to(g.dtype) * ln2
+        out[k] = (g, L)
+    return out
+
+
+def unit_step(D: torch.Tensor, den: torch.Tensor, lr: torch.Tensor, live: torch.Tensor) -> torch.Tensor:
+    r"""The step $(\eta/\mathrm{den})\,D$ per data set where ``live``, and exactly 0 elsewhere (a zero gradient takes
+    no step: never $0/0$, nor $\eta/\text{tiny}=\infty$ times 0)."""
+    fac = torch.where(live, lr / den.clamp(min=torch.finfo(D.dtype).tiny), 0.0)
+    return bshape(fac, D) * D
+
+
+def step_size(lr: torch.Tensor, k: int, schedule: str) -> torch.Tensor:
+    r"""$\eta_k$ of update $k=0,1,\dots$: ``"constant"`` $\eta_k=\eta$ (``lr`` itself), ``"rsqrt"``
+    $\eta_k=\eta_0/\sqrt{k+1}$."""
+    if schedule == "constant":
+        return lr
+    if schedule == "rsqrt":
+        return lr / math.sqrt(k + 1)
+    raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
+
+
+def plain_update(G, E, th: dict[str, torch.Tensor], lr: torch.Tensor, ridge: float) -> dict[str, torch.Tensor]:
+    r"""The plain update $\eta_k(\nabla_k\mathcal L+2\lambda\theta_k)$ per factor from the :func:`scaled_gradients`
+    parts; without ridge $(\eta_k2^{E_k})\,\hat G_k$, the factor $\eta_k2^{E_k}$ formed exactly (saturating to 0 or
+    $\infty$ only where the step itself would)."""
+    if ridge > 0:
+        return {k: bshape(lr, g) * (ldexp(g, E[k]) + 2.0 * ridge * th[k]) for k, g in G.items()}
+    return {k: bshape(ldexp(lr, E[k]), g) * g for k, g in G.items()}
+
+
+def lost(moved: dict[str, torch.Tensor], old: dict[str, torch.Tensor]) -> torch.Tensor:
+    r"""(B,) bool: every factor of ``moved`` equals ``old`` bit for bit — the update was lost in floating point (a
+    fixed point of the float iteration, which every later step would repeat)."""
+    zero = None
+    for k, a in moved.items():
+        z = (a == old[k]).flatten(1).all(-1)
+        zero = z if zero is None else zero & z
+    assert zero is not None
+    return zero
+
+
+def dual_of_primal(W: torch.Tensor, q: float) -> torch.Tensor:
+    r"""$\nabla\psi(W)=\mathrm{sign}(W)|W|^{q-1}$ of the potential $\psi(W)=\frac1q\|W\|_q^q$."""
+    return torch.sign(W) * torch.abs(W) ** (q - 1.0)
+
+
+def primal_of_dual(D: torch.Tensor, q: float) -> torch.Tensor:
+    r"""$(\nabla\psi)^{-1}(D)=\mathrm{sign}(D)|D|^{1/(q-1)}$."""
+    return torch.sign(D) * torch.abs(D) ** (1.0 / (q - 1.0))
+
+
+def zero_moments(th: dict[str, torch.Tensor], names: tuple[str, ...]) -> dict[str, torch.Tensor]:
+    """Zero optimizer moments ``<name>:<factor>`` shaped like each factor, and a (B,) log-scale ``s:<factor>``."""
+    st: dict[str, torch.Tensor] = {}
+    for k, a in th.items():
+        for n in names:
+            st[f"{n}:{k}"] = torch.zeros_like(a)
+        st[f"s:{k}"] = torch.zeros(a.shape[0], dtype=a.dtype, device=a.device)
+    return st
+
+
+def averaged(
+    parts: dict[str, tuple[torch.Tensor, torch.Tensor]], state: dict[str, torch.Tensor], beta: float
+) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor], torch.Tensor]:
+    r"""The averaged gradient $m_t=\beta m_{t-1}+(1-\beta)g_t$ per factor, kept scale-free: ``(m, new state,
+    zero)`` with the state ``m:<k>`` $=\hat m$, ``s:<k>`` $=s$, $m=e^{s}\hat m$, $\max|\hat m|\in[\tfrac12,1)$
+    (renormalised by an exact power of two). With $g_t=e^{L}\hat g$ (:func:`log_scaled`) the update mixes
+    $\beta e^{s-c}\hat m+(1-\beta)e^{L-c}\hat g$, $c=\max(s,L)$, so nothing overflows or underflows however small
+    the gradient; an entry of relative size below $2^{-1074}$ of its factor's largest is lost. ``zero`` (B,): every
+    factor's gradient and new average are exactly zero (a fixed point). The returned ``m`` are the mantissas
+    $\hat m$ (a scale-free direction needs nothing else)."""
+    ln2 = math.log(2.0)
+    out: dict[str, torch.Tensor] = {}
+    new: dict[str, torch.Tensor] = {}
+    zero = None
+    for k, (g, L) in parts.items():
+        m, s = state[f"m:{k}"], state[f"s:{k}"]
+        ninf = torch.full_like(s, -math.inf)
+        gz = g.flatten(1).abs().amax(-1) == 0
+        Le = torch.where(gz, ninf, L)
+        Se = torch.where(m.flatten(1).abs().amax(-1) == 0, ninf, s)
+        c = torch.maximum(Le, Se)
+        c = torch.where(torch.isfinite(c), c, torch.zeros_like(c))  # both -inf: nothing to scale
+        a, w = bshape(torch.exp(Se - c), g), bshape(torch.exp(Le - c), g)  # exp(-inf) = 0
+        m2, e = normalise(beta * (a * m) + (1.0 - beta) * (w * g))
+        out[k] = m2
+        new.update({f"m:{k}": m2, f"s:{k}": c + e.to(g.dtype) * ln2})
+        z = gz & (m2.flatten(1) == 0).all(-1)
+        zero = z if zero is None else zero & z
+    assert zero is not None
+    return out, new, zero
