@@ -60,6 +60,13 @@ def resolve(name: str) -> Path:
     here = Path.cwd() / name
     if here.is_dir() and _MARKERS[name](here):
         return here
+    return builtin_dir(name)
+
+
+def builtin_dir(name: str) -> Path:
+    """The built-in collection ``name`` (``"proofs"`` or ``"numerics"``) that ships with attsvm: steps 3 and 4 of
+    this module's docstring (the repository checkout's copy, else the installed one), never ``$ATTSVM_*`` or a
+    folder of the current directory. The built-in experiments (:data:`attsvm.experiments.NAMES`) are its specs."""
     repo = _REPO / name
     if (_REPO / "pyproject.toml").is_file() and repo.is_dir():
         return repo
@@ -68,8 +75,8 @@ def resolve(name: str) -> Path:
         return inst
     looked = ", ".join(map(str, candidates(name)))
     raise InputError(
-        f"the built-in {name}/ collection was not found (looked in {looked}); set {env} to its folder "
-        f"or reinstall attsvm"
+        f"the built-in {name}/ collection was not found (looked in {looked}); set ATTSVM_{name.upper()} to its "
+        f"folder or reinstall attsvm"
     )
 
 

@@ -130,10 +130,9 @@ def test_bad_input_is_the_whole_batchs_error():
 def test_gd_runs_shards_a_large_job_the_same_way_on_every_backend(monkeypatch):
     """``attsvm.experiments.gd_runs`` cuts a job of more than GD_SHARD_ROWS data sets into shards fixed by the
     batch alone: the same numbers serially and on processes, equal to the unsplit run."""
-    from attsvm import experiments
-    from attsvm.experiments import Context, gd_runs
+    from attsvm.experiments import Context, gd_runs, stages
 
-    monkeypatch.setattr(experiments, "GD_SHARD_ROWS", 3)  # 7 data sets -> 3 shards
+    monkeypatch.setattr(stages, "GD_SHARD_ROWS", 3)  # where gd_runs reads it  # 7 data sets -> 3 shards
     kw = dict(CASES[0].values[1])
     whole = run(DS, **kw)
     for workers in (1, 2):

@@ -306,8 +306,6 @@ def test_figure_files_are_all_or_none(dummy_dir, tmp_path, monkeypatch, failing)
     rep = reproduce("dummy", out, smoke=True, folder=dummy_dir, progress=False, formats="png,pdf,svg")
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     assert len(before) == 6
-    import attsvm.experiments as ex
-
     real_bytes, real_text = figures.figure_bytes, outputs.write_text
 
     def bad_bytes(fig, fmt, dpi):
@@ -321,7 +319,7 @@ def test_figure_files_are_all_or_none(dummy_dir, tmp_path, monkeypatch, failing)
         return real_text(path, text)
 
     monkeypatch.setattr(figures, "figure_bytes", bad_bytes)
-    monkeypatch.setattr(ex.outputs, "write_text", bad_text)
+    monkeypatch.setattr(outputs, "write_text", bad_text)
     with pytest.raises(RuntimeError, match="disk full"):
         reproduce("dummy", out, seeds=3, folder=dummy_dir, progress=False, formats="png,pdf,svg")
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before

@@ -139,6 +139,9 @@ def test_the_unpacked_wheel_finds_its_collections_from_any_folder(wheel, tmp_pat
     assert proofs == site / "attsvm" / "_builtin" / "proofs"
     assert numerics == site / "attsvm" / "_builtin" / "numerics"
     assert claim.parent == proofs / "claims"  # the claims are the shipped copies
+    r = run("-c", "import attsvm.experiments as e; print(*e.NAMES)")  # the built-in experiments: the shipped specs
+    shipped = sorted(p.stem for p in numerics.glob("*.py") if not p.name.startswith("_"))
+    assert r.returncode == 0 and r.stdout.split() == shipped, r.stderr
     r = run("-m", "attsvm", "--version")
     assert (r.returncode, r.stdout) == (0, f"attsvm {attsvm.__version__}\n")
     r = run("-m", "attsvm", "check", "--budget", "ci", "--only", "grad-covariance", "--no-db", "--json", "-")

@@ -425,9 +425,11 @@ def test_table_labels_the_norms(capsys, tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------- 6. imports
-def _imports(tree: ast.Module, pkg_modules: set[str]) -> list[tuple[str, list[str], bool]]:
-    """(target module, imported names, at module level?) for every import of a sibling module, at any depth."""
+def _imports(tree: ast.Module, pkg_modules: set[str], package: str) -> list[tuple[str, list[str], bool]]:
+    """(target module, imported names, at module level?) for every import of a sibling module of
+    ``attsvm.<package>``, at any depth."""
     top = set(map(id, tree.body))
+    absolute = f"attsvm.{package}."
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.level == 1:
@@ -436,24 +438,24 @@ def _imports(tree: ast.Module, pkg_modules: set[str]) -> list[tuple[str, list[st
                 out += [(n, [], id(node) in top) for n in names if n in pkg_modules]
             else:
                 out.append((node.module.split(".")[0], names, id(node) in top))
-        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("attsvm.svm."):
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(absolute):
             out.append((node.module.split(".")[2], [a.name for a in node.names], id(node) in top))
         elif isinstance(node, ast.Import):
             for a in node.names:
-                if a.name.startswith("attsvm.svm."):
+                if a.name.startswith(absolute):
                     out.append((a.name.split(".")[2], [], id(node) in top))
     return out
 
 
-def import_problems(sources: dict[str, str], layers: tuple[tuple[str, ...], ...]) -> list[str]:
+def import_problems(sources: dict[str, str], layers: tuple[tuple[str, ...], ...], package: str = "svm") -> list[str]:
     """Cycles, private names, function-level imports and imports against the layer order, in ``sources``
-    (module name -> source text of a package's modules)."""
+    (module name -> source text of the modules of ``attsvm.<package>``)."""
     mods = set(sources) - {"__init__"}
     layer = {m: k for k, names in enumerate(layers) for m in names}
     problems = [f"module {m} has no layer" for m in sorted(mods - set(layer))]
     graph: dict[str, set[str]] = {m: set() for m in mods}
     for m in mods:
-        for target, names, at_top in _imports(ast.parse(sources[m]), mods):
+        for target, names, at_top in _imports(ast.parse(sources[m]), mods, package):
             if target.startswith("_") or any(n.startswith("_") for n in names):
                 problems.append(f"{m} imports a private name from .{target}: {names}")
             if not at_top:

@@ -23,7 +23,7 @@ import json
 import sys
 import textwrap
 
-from ..experiments import NAMES  # stdlib + numpy only at import time
+from ..experiments import NAMES  # stdlib + numpy only at import time; the built-in specs, sorted by name
 from ..figures import DEFAULT_DPI, DEFAULT_FORMATS, FORMATS, MAX_DPI, MIN_DPI
 from .options import add_pool_options
 
