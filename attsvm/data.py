@@ -29,7 +29,8 @@ $\cdot\|v\|\max_t\|x_{it}\|$ (rounding of the scores could decide it), is accept
 
 Every sequence/causal data set has a *flat view* (:meth:`Dataset.flat`): one row per query $(i,k)$,
 with tokens $X_i$, query $z_{ik}$, label $Y_{ik}$ and a visibility mask, so that every program and
-algorithm written for cross-attention serves the other forms too.
+algorithm written for cross-attention serves the other forms too. It is built once per data set object and kept
+(:func:`flat_once`), its arrays read-only like the data set's own: a data set is never changed after construction.
 
 Next-token data (kind ``"ntp"``: a vocabulary, token ids and labels) is :class:`attsvm.ntp.data.NTPData`;
 :func:`load` and :func:`from_mapping` return one for a file or mapping of that kind.
@@ -37,9 +38,12 @@ Next-token data (kind ``"ntp"``: a vocabulary, token ids and labels) is :class:`
 
 from __future__ import annotations
 
+import functools
 import json
 import os
-from dataclasses import dataclass, field
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -68,6 +72,34 @@ class FlatView:
     alpha: np.ndarray | None
     owner: np.ndarray
     query: np.ndarray
+
+
+#: the flat view of each live data container, built on first use (:func:`flat_once`); an entry goes with its object
+_FLAT_VIEWS: weakref.WeakKeyDictionary[Any, FlatView] = weakref.WeakKeyDictionary()
+
+
+def flat_once(build: Callable[[Any], FlatView]) -> Callable[[Any], FlatView]:
+    """Decorator of a data container's ``flat`` method (:class:`Dataset`, :class:`attsvm.ntp.data.NTPData`): the
+    view is built on the first call, its arrays made read-only (an in-place write is an error, as on the data set's
+    own arrays), and the same object returned for the container's life.
+
+    The view is kept beside the object, not in it (a table of weak references): pickles and copies of a data set
+    (to worker processes) do not carry it, and its fields, equality and ``dataclasses.replace`` are untouched. This
+    is sound because a data set never changes after construction (frozen dataclass, read-only arrays)."""
+
+    @functools.wraps(build)
+    def flat(self: Any) -> FlatView:
+        view = _FLAT_VIEWS.get(self)
+        if view is None:
+            view = build(self)
+            for f in fields(view):
+                a = getattr(view, f.name)
+                if isinstance(a, np.ndarray):
+                    a.setflags(write=False)
+            _FLAT_VIEWS[self] = view
+        return view
+
+    return flat
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -297,8 +329,10 @@ class Dataset:
         )
 
     # ------------------------------------------------------------------ flat view
+    @flat_once
     def flat(self) -> FlatView:
-        """One row per query (see module docstring). Cross/self data: the rows are the inputs."""
+        """One row per query (see module docstring). Cross/self data: the rows are the inputs. Built once per data
+        set, read-only (:func:`flat_once`)."""
         lead = self.X.shape[:-3]
         n, T, d = self.X.shape[-3:]
         if self.kind in ("cross", "self"):

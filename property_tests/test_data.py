@@ -151,6 +151,56 @@ def test_causal_flat_view_and_opt():
             assert ds.opt[i, k] == int(np.argmax(g[i, k, : k + 1]))
 
 
+FORMS = {
+    "cross": lambda: generate.paper_law(3, 4, 2, seed=1),
+    "self": lambda: generate.paper_law(3, 4, 2, seed=1, self_attention=True),
+    "sequence": lambda: generate.sequence(2, 4, 3, 2, seed=1),
+    "causal": lambda: generate.causal(2, 4, 3, seed=1),
+    "batch": lambda: generate.sequence(2, 4, 3, 2, seed=1, B=3),
+}
+
+
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_flat_view_is_built_once_and_read_only(form):
+    """One flat view per data set object: the same object on every call, every array read-only, so a planted
+    in-place write is an error instead of a silent change of the data set every later call would see."""
+    ds = FORMS[form]()
+    f = ds.flat()
+    assert ds.flat() is f
+    arrays = {k: a for k, a in vars(f).items() if isinstance(a, np.ndarray)}
+    assert {"X", "Y", "Z", "v", "alpha", "owner", "query"} <= set(arrays)
+    for name, a in arrays.items():
+        assert not a.flags.writeable, name
+        with pytest.raises(ValueError, match="read-only"):
+            a[(0,) * a.ndim] = a[(0,) * a.ndim]
+    other = FORMS[form]()  # an equal data set is another object, with its own view
+    assert other.flat() is not f
+    np.testing.assert_array_equal(other.flat().X, f.X)
+
+
+def test_flat_view_is_neither_pickled_nor_copied():
+    """The view is kept beside the data set, not in it: a pickle (what worker processes receive), a copy and
+    ``dataclasses.replace`` are the data set alone, and each gets a view of its own."""
+    import copy
+    import dataclasses
+    import pickle
+
+    ds = generate.causal(2, 4, 3, seed=1, B=2)
+    before = pickle.dumps(ds)
+    f = ds.flat()
+    assert pickle.dumps(ds) == before  # nothing of the view travels
+    back = pickle.loads(before)
+    assert back.flat() is not f and back.flat() is back.flat()
+    np.testing.assert_array_equal(back.flat().X, f.X)
+    np.testing.assert_array_equal(back.flat().mask, f.mask)
+    assert copy.deepcopy(ds).flat() is not f and copy.copy(ds).flat() is not f
+    seq = generate.sequence(2, 4, 3, 2, seed=1, B=2)  # replace: data with stored queries (causal data derive them)
+    flipped = dataclasses.replace(seq, Y=-seq.Y)
+    assert flipped.flat() is not seq.flat()
+    np.testing.assert_array_equal(flipped.flat().Y, -seq.flat().Y)
+    assert ds == ds and ds != back  # identity equality, as before
+
+
 def test_causal_alpha_must_be_visible():
     ds = generate.causal(1, 3, 2, seed=0)
     with pytest.raises(InputError, match="alpha"):

@@ -84,6 +84,22 @@ def test_everything_is_read_only():
         ds.E = ds.E
 
 
+def test_flat_view_is_built_once_read_only_and_not_pickled():
+    import pickle
+
+    for ds in (small(), generate.ntp(3, 3, 4, 3, seed=2, B=2)):
+        before = pickle.dumps(ds)
+        f = ds.flat()
+        assert ds.flat() is f and pickle.dumps(ds) == before
+        for a in vars(f).values():
+            if isinstance(a, np.ndarray):
+                with pytest.raises(ValueError, match="read-only"):
+                    a[(0,) * a.ndim] = 0
+        back = pickle.loads(before)
+        assert back.flat() is not f
+        np.testing.assert_array_equal(back.flat().X, f.X)
+
+
 # ---------------------------------------------------------------------- validation
 E3 = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]])
 TOK = np.array([[0, 1, 2], [2, 0, 1]])

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from ..arrays import as_float, frozen
-from ..data import FlatView
+from ..data import FlatView, flat_once
 from ..errors import InputError
 
 KIND = "ntp"
@@ -254,9 +254,11 @@ class NTPData:
         )
 
     # ------------------------------------------------------------------ flat view
+    @flat_once
     def flat(self) -> FlatView:
         """The cross-attention view: one row per sequence, tokens ``X``, queries ``Z``, labels ``Y = 1``, head
-        ``v = 0``, visibility ``mask`` (None: all visible), selection ``alpha`` = :attr:`label_position`."""
+        ``v = 0``, visibility ``mask`` (None: all visible), selection ``alpha`` = :attr:`label_position`. Built
+        once per data set, read-only (:func:`attsvm.data.flat_once`)."""
         lead = self.E.shape[:-2]
         n = self.n
         return FlatView(
