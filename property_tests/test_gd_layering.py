@@ -128,3 +128,34 @@ def test_validating_and_listing_runs_import_no_torch():
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert (r.returncode, r.stdout.strip()) == (0, "[]"), r.stderr
+
+
+def _outside_targets(name: str, src: str) -> list[str]:
+    """The absolute ``attsvm.*`` modules the imports of module ``name`` of attsvm/gd name."""
+    pkg = "attsvm.gd.algos" if name.startswith("algos") else "attsvm.gd"
+    out = []
+    for node in ast.walk(ast.parse(src)):
+        if isinstance(node, ast.Import):
+            out += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level == 0:
+                base = node.module or ""
+            else:
+                parts = pkg.split(".")[: len(pkg.split(".")) - node.level + 1]
+                base = ".".join(parts) + ("." + node.module if node.module else "")
+            out += [base] if node.module or node.level == 0 else [f"{base}.{a.name}" for a in node.names]
+    return out
+
+
+def test_the_engine_imports_neither_the_claims_nor_highprec():
+    """The claims and the 50-digit replay check the engine from outside: no module of attsvm/gd imports them (an
+    algorithm names its replay step as a string, resolved by the registry's test)."""
+    found = [
+        f"{m}: {t}"
+        for m, src in _sources().items()
+        for t in _outside_targets(m, src)
+        if t.startswith(("attsvm.claims", "attsvm.highprec"))
+    ]
+    assert found == []
+    assert _outside_targets("algos.gd", "from ...highprec import gd\n") == ["attsvm.highprec"]  # the check sees it
+    assert _outside_targets("spec", "from .. import highprec\n") == ["attsvm.highprec"]
