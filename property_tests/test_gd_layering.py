@@ -159,3 +159,18 @@ def test_the_engine_imports_neither_the_claims_nor_highprec():
     assert found == []
     assert _outside_targets("algos.gd", "from ...highprec import gd\n") == ["attsvm.highprec"]  # the check sees it
     assert _outside_targets("spec", "from .. import highprec\n") == ["attsvm.highprec"]
+
+
+def test_every_parameterisation_names_its_chain_rule_and_its_50_digit_gradient():
+    import importlib
+
+    from attsvm.gd.init import PARAMETERISATIONS
+
+    def resolve(ref: str):
+        module, _, name = ref.partition(":")
+        return getattr(importlib.import_module(module), name)
+
+    for p in PARAMETERISATIONS.values():
+        assert callable(resolve(p.torch_gradient)) and callable(p.check.resolve()), p.name
+    with __import__("pytest").raises(AttributeError):  # a parameterisation without its chain rule would fail here
+        resolve("attsvm.gd.steps:gradients_planted")

@@ -49,13 +49,19 @@ class Parameterisation:
     ``attention``: it defines an attention matrix $W$ (``W``, $KQ^\top$, $\mathrm{diag}(k\odot q)$) rather than a
     prompt $p$; ``factored``: $W$ is formed from several factors (recorded as ``W`` beside them); ``random_at_zero``:
     the factor drawn at ``init="zero"`` (the others start at 0; module docstring); ``check``: its independent
-    50-digit gradient (:mod:`attsvm.registries`)."""
+    50-digit gradient (:mod:`attsvm.registries`); ``torch_gradient``: the engine's chain rule from the token
+    weights to its factors, ``"attsvm.gd.steps:gradients_<name>"`` (torch, resolved by the engine)."""
 
     name: str
     factors: dict[str, Callable[[int, int], tuple[int, ...]]]
     attention: bool
     check: Check
     random_at_zero: str | None = None
+
+    @property
+    def torch_gradient(self) -> str:
+        """``"module:function"`` of the engine's chain rule for this parameterisation."""
+        return f"attsvm.gd.steps:gradients_{self.name}"
 
     @property
     def factored(self) -> bool:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
@@ -61,6 +62,7 @@ class Problem:
     ex: torch.Tensor = field(init=False, repr=False)
     ez: torch.Tensor = field(init=False, repr=False)
     eg: torch.Tensor = field(init=False, repr=False)
+    chain: Any = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         D = self.D
@@ -71,6 +73,9 @@ class Problem:
             self.XTs = None if D.XT is None else self.Xs.transpose(-1, -2).contiguous()
         self.Zs, self.ez = range_scaled(D.Z)
         self.gs, self.eg = range_scaled(D.gamma)
+        module, _, name = PARAMETERISATIONS[self.param].torch_gradient.partition(":")
+        assert module == __name__, module
+        self.chain = globals()[name]  # the parameterisation's chain rule (declared in its registry entry)
 
     @property
     def fixed_scores(self) -> bool:
@@ -104,8 +109,9 @@ def forward(P: Problem, th: dict[str, torch.Tensor]):
 def scaled_gradients(P: Problem, th: dict[str, torch.Tensor], fw, log_domain: bool):
     r"""Loss gradients per factor as ``(G, M, E)``: $\nabla_k\mathcal L=e^{M_k}\,2^{E_k}\,\hat G_k$ with
     $\max|\hat G_k|\in[\tfrac12,1)$ (or $\hat G_k=0$); ``M`` (B,) float log-scales (0 in the plain mode),
-    ``E`` (B,) int64 binary exponents (module docstring). In the log domain
-    $\nabla_v\mathcal L=-\frac{e^{M_v}}N\sum_ie^{\log|\ell'_i|-M_v}Y_iX_i^\top s_i$, $M_v=\max_i\log|\ell'_i|$."""
+    ``E`` (B,) int64 binary exponents (module docstring). The token weights are formed here; the chain rule to the
+    factors is the parameterisation's own function, the one its registry entry names
+    (:attr:`~attsvm.gd.init.Parameterisation.torch_gradient`, e.g. :func:`gradients_KQ`)."""
     logs, u, ghat, parts = fw[:4]
     D = P.D
     if log_domain:
@@ -115,30 +121,58 @@ def scaled_gradients(P: Problem, th: dict[str, torch.Tensor], fw, log_domain: bo
         gs, ew = (P.gs, P.eg) if P.fixed_scores else (ghat, torch.zeros_like(P.ex))
         w = token_weights(logs, gs, u, P.loss)
         M = torch.zeros(D.B, dtype=D.X.dtype, device=D.X.device)
-    if PARAMETERISATIONS[P.param].attention:
-        G, eG = normalise(grad_from_weights_W(w, P.Xs, P.Zs, P.XTs))
-        E = ew + P.ex + P.ez + eG
-        if P.param == "W":
-            return {"W": G}, {"W": M}, {"W": E}
-        B = G.shape[0]
-        # both factor gradients in one (2B, ...) buffer, normalised together (row by row: the same numbers)
-        if P.param == "diag":  # diag(G) (.) q and diag(G) (.) k: |entries| < max|q|, max|k| (representable)
-            gd = torch.diagonal(G, dim1=-2, dim2=-1)
-            both = torch.empty((2 * B, *th["q"].shape[1:]), dtype=G.dtype, device=G.device)
-            torch.mul(gd, th["q"], out=both[:B])
-            torch.mul(gd, th["k"], out=both[B:])
-            g2, e2 = normalise(both)
-            return {"k": g2[:B], "q": g2[B:]}, {"k": M, "q": M}, {"k": E + e2[:B], "q": E + e2[B:]}
-        # |G Q| <= d max|Q| (max|G| < 1): representable, as check_ranges bounds d ||K||, d ||Q||
-        both = torch.empty((2 * B, *th["Q"].shape[1:]), dtype=G.dtype, device=G.device)
-        torch.matmul(G, th["Q"], out=both[:B])
-        torch.matmul(G.transpose(-1, -2), th["K"], out=both[B:])
-        g2, e2 = normalise(both)
-        return {"K": g2[:B], "Q": g2[B:]}, {"K": M, "Q": M}, {"K": E + e2[:B], "Q": E + e2[B:]}
+    return P.chain(P, th, fw, w, M, ew, log_domain)
+
+
+def _attention_gradient(P: Problem, w: torch.Tensor, ew: torch.Tensor):
+    """$\nabla_W\\mathcal L$ from the token weights, power-of-two normalised: ``(G, E)``."""
+    G, eG = normalise(grad_from_weights_W(w, P.Xs, P.Zs, P.XTs))
+    return G, ew + P.ex + P.ez + eG
+
+
+def gradients_W(P: Problem, th: dict[str, torch.Tensor], fw, w, M, ew, log_domain: bool):
+    r"""``W``: $\nabla_W\mathcal L$ itself (:func:`scaled_gradients` parts)."""
+    G, E = _attention_gradient(P, w, ew)
+    return {"W": G}, {"W": M}, {"W": E}
+
+
+def gradients_KQ(P: Problem, th: dict[str, torch.Tensor], fw, w, M, ew, log_domain: bool):
+    r"""``KQ``: $(\nabla_W\mathcal L\,Q,\ \nabla_W\mathcal L^\top K)$ at $W=KQ^\top$, both in one $(2B,\dots)$
+    buffer normalised together (row by row: the same numbers). $|GQ|\le d\max|Q|$ ($\max|G|<1$): representable,
+    as :func:`~attsvm.gd.ranges.check_ranges` bounds $d\|K\|$, $d\|Q\|$."""
+    G, E = _attention_gradient(P, w, ew)
+    B = G.shape[0]
+    both = torch.empty((2 * B, *th["Q"].shape[1:]), dtype=G.dtype, device=G.device)
+    torch.matmul(G, th["Q"], out=both[:B])
+    torch.matmul(G.transpose(-1, -2), th["K"], out=both[B:])
+    g2, e2 = normalise(both)
+    return {"K": g2[:B], "Q": g2[B:]}, {"K": M, "Q": M}, {"K": E + e2[:B], "Q": E + e2[B:]}
+
+
+def gradients_diag(P: Problem, th: dict[str, torch.Tensor], fw, w, M, ew, log_domain: bool):
+    r"""``diag``: $(\mathrm{diag}(G)\odot q,\ \mathrm{diag}(G)\odot k)$ at $W=\mathrm{diag}(k\odot q)$ (entries below
+    $\max|q|$, $\max|k|$: representable), normalised together."""
+    G, E = _attention_gradient(P, w, ew)
+    B = G.shape[0]
+    gd = torch.diagonal(G, dim1=-2, dim2=-1)
+    both = torch.empty((2 * B, *th["q"].shape[1:]), dtype=G.dtype, device=G.device)
+    torch.mul(gd, th["q"], out=both[:B])
+    torch.mul(gd, th["k"], out=both[B:])
+    g2, e2 = normalise(both)
+    return {"k": g2[:B], "q": g2[B:]}, {"k": M, "q": M}, {"k": E + e2[:B], "q": E + e2[B:]}
+
+
+def gradients_p(P: Problem, th: dict[str, torch.Tensor], fw, w, M, ew, log_domain: bool):
+    r"""``p``: $\nabla_p\mathcal L=\sum_{i,t}w_{it}x_{it}$ (prompt attention, head $v$ fixed)."""
     gp, ep = normalise(grad_from_weights_p(w, P.Xs))
-    Ep = ew + P.ex + ep
-    if P.param == "p":
-        return {"p": gp}, {"p": M}, {"p": Ep}
+    return {"p": gp}, {"p": M}, {"p": ew + P.ex + ep}
+
+
+def gradients_vp(P: Problem, th: dict[str, torch.Tensor], fw, w, M, ew, log_domain: bool):
+    r"""``vp``: $\nabla_p\mathcal L$ as ``p``, and in the log domain
+    $\nabla_v\mathcal L=-\frac{e^{M_v}}N\sum_ie^{\log|\ell'_i|-M_v}Y_iX_i^\top s_i$, $M_v=\max_i\log|\ell'_i|$."""
+    (G,), (Mp,), (Ep,) = (x.values() for x in gradients_p(P, th, fw, w, M, ew, log_domain))
+    logs, u = fw[0], fw[1]
     N = u.shape[-1]
     if log_domain:
         lc = log_neg_loss_derivative_t(u, P.loss)
@@ -147,8 +181,8 @@ def scaled_gradients(P: Problem, th: dict[str, torch.Tensor], fw, log_domain: bo
     else:
         Mv = torch.zeros_like(M)
         c = loss_derivative_t(u, P.loss) / N
-    gv, ev = normalise(torch.einsum("bn,bnt,bntd->bd", c * D.Y, torch.exp(logs), P.Xs))
-    return {"v": gv, "p": gp}, {"v": Mv, "p": M}, {"v": P.ex + ev, "p": Ep}
+    gv, ev = normalise(torch.einsum("bn,bnt,bntd->bd", c * P.D.Y, torch.exp(logs), P.Xs))
+    return {"v": gv, "p": G}, {"v": Mv, "p": Mp}, {"v": P.ex + ev, "p": Ep}
 
 
 def gradients(P: Problem, th: dict[str, torch.Tensor], fw, log_domain: bool):
