@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from test_svm_robust import import_cycles
+
 import attsvm.gd as gd_pkg
 
 GD = Path(gd_pkg.__file__).parent
@@ -22,8 +24,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("init", "numerics", "options", "reference", "summary", "targets"),
     ("algorithm", "model_torch", "ranges", "steepest", "trajectory"),
     ("steps",),
-    ("algos.adam", "algos.gd", "algos.md", "algos.muon", "algos.ngd", "algos.nsd", "algos.signum"),
-    ("algos.nmd",),
+    ("algos.adam", "algos.gd", "algos.md", "algos.ngd", "algos.nsd", "algos.signum"),
+    ("algos.muon", "algos.nmd"),
     ("algos",),
     ("spec",),
     ("result",),
@@ -81,21 +83,7 @@ def import_problems(sources: dict[str, str], layers: tuple[tuple[str, ...], ...]
             graph[m].add(target)
             if m in layer and target in layer and layer[target] >= layer[m]:
                 problems.append(f"{m} (layer {layer[m]}) imports {target} (layer {layer[target]})")
-    state: dict[str, int] = {}
-
-    def visit(m: str, path: list[str]) -> None:
-        state[m] = 1
-        for t in sorted(graph.get(m, ())):
-            if state.get(t) == 1:
-                problems.append("import cycle: " + " -> ".join(path[path.index(t) :] + [t]))
-            elif t not in state:
-                visit(t, path + [t])
-        state[m] = 2
-
-    for m in sorted(mods):
-        if m not in state:
-            visit(m, [m])
-    return problems
+    return problems + import_cycles(graph)
 
 
 def test_gd_import_graph_is_layered_and_acyclic():

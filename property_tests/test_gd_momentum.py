@@ -119,3 +119,21 @@ def test_the_command_line_runs_them_on_W_and_KQ(algo, tmp_path, capsys):
     assert rc == 2 and err.startswith("error: momentum must be a number in [0, 1)") and err.count("\n") == 1
     rc = main(["gd", path, "--algo", "ngd", "--momentum", "0.5", "--steps", "3"])
     assert rc == 2 and "momentum applies to algo" in capsys.readouterr().err
+
+
+def test_a_settings_object_is_checked_by_the_same_rule_wherever_it_is_used():
+    """``gd.run`` and ``highprec.replay`` take a ``Settings``; one built by hand, or for another parameterisation,
+    goes through ``settings_of`` again (``spec.resolve_settings``)."""
+    ds = _data()
+    with pytest.raises(InputError, match="momentum must be a number in"):
+        gd.run(ds, gd.Settings(algo="muon", momentum=1.5), steps=1)
+    with pytest.raises(ValueError, match="momentum must be a number in"):
+        hp.replay(ds, np.zeros((3, 3)), settings=gd.Settings(algo="signum", momentum=-0.1), steps=1)
+    with pytest.raises(InputError, match="available for param 'W' and 'p' only"):
+        gd.run(ds, gd.settings_of("md", "W", q=3.0), param="KQ", steps=1)
+    with pytest.raises(InputError, match="either settings or algo"):
+        gd.run(ds, gd.settings_of("signum", "W"), algo="signum", steps=1)
+    S = gd.settings_of("signum", "W", momentum=0.7)
+    a = gd.run(ds, S, lr=0.05, steps=10, init=_init("W"))
+    rep = hp.replay(ds, _init("W")["W"][0], settings=S, lr=0.05, steps=10)
+    assert _rel(a.W[0], hp.to_numpy(rep.final["W"])) <= 1e-12

@@ -464,18 +464,24 @@ def import_problems(sources: dict[str, str], layers: tuple[tuple[str, ...], ...]
                 graph[m].add(target)
                 if m in layer and target in layer and layer[target] >= layer[m]:
                     problems.append(f"{m} (layer {layer[m]}) imports {target} (layer {layer[target]})")
+    return problems + import_cycles(graph)
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[str]:
+    """``import cycle: a -> b -> a`` for every cycle a depth-first walk of the import ``graph`` meets."""
+    problems: list[str] = []
     state: dict[str, int] = {}
 
     def visit(m: str, path: list[str]) -> None:
         state[m] = 1
-        for t in sorted(graph[m]):
+        for t in sorted(graph.get(m, ())):
             if state.get(t) == 1:
                 problems.append("import cycle: " + " -> ".join(path[path.index(t) :] + [t]))
             elif t not in state:
                 visit(t, path + [t])
         state[m] = 2
 
-    for m in sorted(mods):
+    for m in sorted(graph):
         if m not in state:
             visit(m, [m])
     return problems

@@ -65,17 +65,18 @@ def _algorithms_text() -> str:
     """The algorithms section of the epilog, written from the registry (:mod:`attsvm.gd.algos`)."""
     from ..gd.algorithm import OPTIONS
     from ..gd.algos import ALGORITHMS
+    from ..gd.init import PARAMS
 
     out = ["algorithms (--algo; every one with --schedule constant lr_k = LR or rsqrt lr_k = LR/sqrt(k+1)):"]
     for a in ALGORITHMS.values():
         lines = a.equation.splitlines()
-        out.append(
-            f"  {a.name:<7}{a.title}: {lines[0]}" if len(a.title) + len(lines[0]) < 100 else f"  {a.name:<7}{a.title}"
-        )
-        rest = lines if len(a.title) + len(lines[0]) >= 100 else lines[1:]
-        out += [f"         {x}" for x in rest]
+        if len(a.title) + len(lines[0]) < 100:  # title and first line of the equation on one line
+            lines = [f"{a.title}: {lines[0]}", *lines[1:]]
+        else:
+            lines = [a.title, *lines]
+        out += [f"  {a.name:<7}{lines[0]}", *(f"         {x}" for x in lines[1:])]
         opts = ", ".join(OPTIONS[o].flag for o in a.options)
-        params = "" if len(a.params) == 5 else f"; --param {' and '.join(a.params)} only"
+        params = "" if len(a.params) == len(PARAMS) else f"; --param {' and '.join(a.params)} only"
         out.append(f"         options: {opts or 'none'}{params}; independent check: {a.replay}")
     out.append(
         """  (KQ, vp, diag: each factor separately; the header line names the options the algorithm reads, and --json

@@ -56,7 +56,7 @@ from ..errors import InputError
 from ..registries import Check, declare
 from .options import FUSED_LOSSES, REPLAY
 from .result import GDResult
-from .spec import Job, Settings, prepare, require_trajectory_memory, settings_of, trajectory_bytes
+from .spec import Job, Settings, prepare, require_trajectory_memory, resolve_settings, trajectory_bytes
 
 #: how the steps are computed (module docstring, "Kernels"), each with its independent check (:mod:`attsvm.registries`)
 KERNELS = declare(
@@ -139,14 +139,10 @@ def run(
     if progress is not None and not callable(progress):
         raise InputError("progress must be None or a callable progress(k, steps)")
     t0 = time.perf_counter()
-    if settings is None:
-        settings = settings_of("ngd" if algo is None else algo, param, **options)
-    elif algo is not None or options:
-        raise InputError("give either settings or algo and its options, not both")
     job = prepare(
-        ds, settings, param=param, lr=lr, steps=steps, m=m, loss=loss, head=head, init=init, init_scale=init_scale,
-        seed=seed, record_every=record_every, targets=targets, stop_corr=stop_corr, device=device, dtype=dtype,
-        record_params=record_params,
+        ds, resolve_settings(settings, algo, param, options), param=param, lr=lr, steps=steps, m=m, loss=loss,
+        head=head, init=init, init_scale=init_scale, seed=seed, record_every=record_every, targets=targets,
+        stop_corr=stop_corr, device=device, dtype=dtype, record_params=record_params,
     )  # fmt: skip
     if job.record_every is not None:  # before anything is allocated
         width = int(job.init["K"].shape[-1]) if "K" in job.init else None

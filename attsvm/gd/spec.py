@@ -106,14 +106,27 @@ def settings_of(algo: str, param: str, **given: Any) -> Settings:
         if name in A.options:
             values[name] = opt.parse(value)
             continue
-        same = opt.parse(value) == opt.default if value is not opt.default else True
-        if not same:
+        if value is not opt.default and opt.parse(value) != opt.default:
             who = takers(name)
             raise InputError(f"{name} applies to algo {' and '.join(map(repr, who))} only (got algo {algo!r})")
         values[name] = opt.default
     if A.rules is not None:
         A.rules(values, param)
     return Settings(algo=algo, ridge=float(ridge), schedule=schedule, **values)
+
+
+def resolve_settings(settings: Any, algo: str | None, param: str, options: dict[str, Any]) -> Settings:
+    """The validated settings of a run on ``param`` (:func:`attsvm.gd.run`, :func:`attsvm.highprec.replay`):
+    ``settings`` (a :class:`Settings`, built by :func:`settings_of` or by hand, for this or another ``param``)
+    checked again by :func:`settings_of` — the one rule — or, without it, ``settings_of(algo, param, **options)``
+    (``algo`` default ``"ngd"``). Both at once is bad input."""
+    if settings is None:
+        return settings_of("ngd" if algo is None else algo, param, **options)
+    if not isinstance(settings, Settings):
+        raise InputError(f"settings must be attsvm.gd.Settings (attsvm.gd.settings_of), got {type(settings).__name__}")
+    if algo is not None or options:
+        raise InputError("give either settings or algo and its options, not both")
+    return settings_of(settings.algo, param, **{f: getattr(settings, f) for f in SETTINGS_FIELDS if f != "algo"})
 
 
 def lr_of(lr: Any, B: int, ds: Any, loss: str) -> np.ndarray:
@@ -289,17 +302,14 @@ def prepare(
     dtype: Any = "float64",
     record_params: bool = False,
 ) -> Job:
-    """The validated :class:`Job` of a run of ``settings`` (:func:`settings_of`) on ``ds`` (every argument of
+    """The validated :class:`Job` of a run of ``settings`` (validated for ``param``: :func:`resolve_settings`) on
+    ``ds`` (every argument of
     :func:`attsvm.gd.run` that a kernel does not choose; :class:`~attsvm.errors.InputError` naming the bad one)."""
     ntp = getattr(ds, "kind", None) == "ntp"
     if not (isinstance(ds, Dataset) or ntp):
         raise InputError("ds must be an attsvm Dataset or next-token data (attsvm.ntp.NTPData)")
     if param not in PARAMS:
         raise InputError(f"param must be one of {PARAMS}, got {param!r}")
-    if not isinstance(settings, Settings):
-        raise InputError(f"settings must be attsvm.gd.Settings (attsvm.gd.settings_of), got {type(settings).__name__}")
-    if param not in settings.algorithm.params:
-        raise InputError(f"algo {settings.algo!r} is available for param {settings.algorithm.params} only")
     square = isinstance(head, str) and head == NTP_SQUARE
     if loss is None:
         loss = ("correlation" if square else NTP_LOSS) if ntp else "logistic"

@@ -282,29 +282,38 @@ def zero_moments(th: dict[str, torch.Tensor], names: tuple[str, ...]) -> dict[st
     return st
 
 
+def log_mix(g: torch.Tensor, L: torch.Tensor, held: torch.Tensor, s: torch.Tensor):
+    r"""The weights that mix a gradient $e^{L}\hat g$ into a moment $e^{s}\hat h$ held on a running log-scale:
+    ``(a, w, c, gz)`` with $c=\max(s,L)$ (per data set), $a=e^{s-c}$ and $w=e^{L-c}$ shaped like ``g`` (so
+    $e^{-c}(e^{s}\hat h)=a\hat h$, $e^{-c}(e^{L}\hat g)=w\hat g$, neither over- nor underflowing), a zero gradient or
+    a zero moment weighing 0 (its scale taken as $-\infty$; both zero: $c=0$), and ``gz`` (B,) "the gradient is
+    exactly zero". Adam's moments and the momentum average (:func:`averaged`) mix this way."""
+    ninf = torch.full_like(s, -math.inf)
+    gz = g.flatten(1).abs().amax(-1) == 0
+    Le = torch.where(gz, ninf, L)
+    Se = torch.where(held.flatten(1).abs().amax(-1) == 0, ninf, s)
+    c = torch.maximum(Le, Se)
+    c = torch.where(torch.isfinite(c), c, torch.zeros_like(c))  # both -inf: nothing to scale
+    return bshape(torch.exp(Se - c), g), bshape(torch.exp(Le - c), g), c, gz  # exp(-inf) = 0
+
+
 def averaged(
     parts: dict[str, tuple[torch.Tensor, torch.Tensor]], state: dict[str, torch.Tensor], beta: float
 ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor], torch.Tensor]:
     r"""The averaged gradient $m_t=\beta m_{t-1}+(1-\beta)g_t$ per factor, kept scale-free: ``(m, new state,
     zero)`` with the state ``m:<k>`` $=\hat m$, ``s:<k>`` $=s$, $m=e^{s}\hat m$, $\max|\hat m|\in[\tfrac12,1)$
     (renormalised by an exact power of two). With $g_t=e^{L}\hat g$ (:func:`log_scaled`) the update mixes
-    $\beta e^{s-c}\hat m+(1-\beta)e^{L-c}\hat g$, $c=\max(s,L)$, so nothing overflows or underflows however small
-    the gradient; an entry of relative size below $2^{-1074}$ of its factor's largest is lost. ``zero`` (B,): every
-    factor's gradient and new average are exactly zero (a fixed point). The returned ``m`` are the mantissas
-    $\hat m$ (a scale-free direction needs nothing else)."""
+    $\beta e^{s-c}\hat m+(1-\beta)e^{L-c}\hat g$, $c=\max(s,L)$ (:func:`log_mix`), so nothing overflows or
+    underflows however small the gradient; an entry of relative size below $2^{-1074}$ of its factor's largest is
+    lost. ``zero`` (B,): every factor's gradient and new average are exactly zero (a fixed point). The returned
+    ``m`` are the mantissas $\hat m$ (a scale-free direction needs nothing else)."""
     ln2 = math.log(2.0)
     out: dict[str, torch.Tensor] = {}
     new: dict[str, torch.Tensor] = {}
     zero = None
     for k, (g, L) in parts.items():
-        m, s = state[f"m:{k}"], state[f"s:{k}"]
-        ninf = torch.full_like(s, -math.inf)
-        gz = g.flatten(1).abs().amax(-1) == 0
-        Le = torch.where(gz, ninf, L)
-        Se = torch.where(m.flatten(1).abs().amax(-1) == 0, ninf, s)
-        c = torch.maximum(Le, Se)
-        c = torch.where(torch.isfinite(c), c, torch.zeros_like(c))  # both -inf: nothing to scale
-        a, w = bshape(torch.exp(Se - c), g), bshape(torch.exp(Le - c), g)  # exp(-inf) = 0
+        m = state[f"m:{k}"]
+        a, w, c, gz = log_mix(g, L, m, state[f"s:{k}"])
         m2, e = normalise(beta * (a * m) + (1.0 - beta) * (w * g))
         out[k] = m2
         new.update({f"m:{k}": m2, f"s:{k}": c + e.to(g.dtype) * ln2})

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .summary import SATURATED
-
-__all__ = ["SATURATED", "fit_log_rate", "fit_power"]
+__all__ = ["fit_log_rate", "fit_power"]
 
 
 def fit_power(t: np.ndarray, y: np.ndarray) -> float:

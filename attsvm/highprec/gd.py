@@ -601,7 +601,7 @@ def replay(
     init: Any,
     *,
     param: str = "W",
-    algo: str = "ngd",
+    algo: str | None = None,
     lr: Any = 0.1,
     steps: int,
     loss: str = "logistic",
@@ -616,20 +616,16 @@ def replay(
     ``{"K": K_0, "Q": Q_0}`` (d,m), $p_0$ (d,), ``{"v": v_0, "p": p_0}`` or ``{"k": k_0, "q": q_0}`` (d,)
     (``diag``); ``lr``: $\eta_0$, a number (float64 taken as exact) or ``"1/L"`` (``W`` only);
     ``record_every``: record the iterates $0,k,2k,\dots$ (as the engine's trajectories). ``settings``: a
-    :class:`attsvm.gd.Settings`, or the settings as keyword ``options`` (``norm``, ``q``, ``schedule``,
-    ``adam_betas``, ``adam_eps``, ``normalize``, ``momentum``), validated by the engine's one rule
-    :func:`attsvm.gd.settings_of` (a ``ValueError`` naming the bad one); the ridge and the normaliser's epsilon are
-    not replayed (refused). Each update is the algorithm's step written here (:data:`STEPS`)."""
-    from ..gd.spec import Settings, settings_of
+    :class:`attsvm.gd.Settings`, or ``algo`` (default ``"ngd"``) and the settings as keyword ``options``
+    (``norm``, ``q``, ``schedule``, ``adam_betas``, ``adam_eps``, ``normalize``, ``momentum``), validated by the
+    engine's one rule :func:`attsvm.gd.settings_of` through :func:`attsvm.gd.spec.resolve_settings` (a
+    ``ValueError`` naming the bad one); the ridge and the normaliser's epsilon are not replayed (refused). Each
+    update is the algorithm's step written here (:data:`STEPS`)."""
+    from ..gd.spec import resolve_settings
 
     if param not in PARAMS:
         raise ValueError(f"param must be one of {PARAMS}, got {param!r}")
-    if settings is None:
-        S = settings_of(algo, param, **options)
-    elif isinstance(settings, Settings) and not options and settings.algo == algo:
-        S = settings_of(algo, param, **{k: v for k, v in vars(settings).items() if k != "algo"})
-    else:
-        raise ValueError("give settings (an attsvm.gd.Settings of this algo) or the options, not both")
+    S = resolve_settings(settings, algo, param, options)
     if S.ridge or S.grad_eps:
         raise ValueError("the replay has no ridge and no normaliser epsilon (ridge 0, grad_eps 0)")
     if S.algo not in STEPS:

@@ -47,7 +47,7 @@ def adam_update(
     import torch
 
     from ..numerics import ldexp, normalise
-    from ..steps import bshape
+    from ..steps import bshape, log_mix
 
     b1, b2 = betas
     bc1 = 1.0 - b1**t
@@ -59,14 +59,8 @@ def adam_update(
     new: dict[str, torch.Tensor] = {}
     zero = None
     for k, (g, L) in parts.items():
-        m, r, s = state[f"m:{k}"], state[f"r:{k}"], state[f"s:{k}"]
-        ninf = torch.full_like(s, -math.inf)
-        gz = g.flatten(1).abs().amax(-1) == 0
-        Le = torch.where(gz, ninf, L)
-        Se = torch.where(r.flatten(1).abs().amax(-1) == 0, ninf, s)
-        c = torch.maximum(Le, Se)
-        c = torch.where(torch.isfinite(c), c, torch.zeros_like(c))  # both -inf: nothing to scale
-        a, w = bshape(torch.exp(Se - c), g), bshape(torch.exp(Le - c), g)  # exp(-inf) = 0
+        m, r = state[f"m:{k}"], state[f"r:{k}"]
+        a, w, c, gz = log_mix(g, L, r, state[f"s:{k}"])  # r = 0 only where m = 0 (beta2 > 0)
         m2 = b1 * (a * m) + (1.0 - b1) * (w * g)
         r2, e = normalise(torch.hypot(sb2 * (a * r), s1b2 * (w * g)))
         m2 = ldexp(m2, -e)

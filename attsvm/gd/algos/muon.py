@@ -7,8 +7,9 @@ $m_k=U\Sigma V^\top$ and $U_rV_r^\top$ its **exact polar factor** on the singula
 reduced SVD of :func:`~attsvm.gd.steepest.direction_parts` with ``norm="spec"``, $\rho$ = ``tol("spec_rank")``;
 Muon's Newton–Schulz iteration approximates this factor, here it is computed exactly so that the 50-digit replay
 checks one definition); a vector factor ($p$, $v$, diagonal $k$, $q$) is a $d\times1$ matrix, $m/\|m\|_2$. With
-$\beta=0$ it is ``nsd`` in ``spec``. Momentum as in ``signum`` ($\beta m+(1-\beta)g$: the polar factor does not see
-the scale, so this equals Muon's $\mu m+g$ with $\mu=\beta$), kept scale-free (:func:`~attsvm.gd.steps.averaged`).
+$\beta=0$ it is ``nsd`` in ``spec``. Momentum and its state as in ``signum`` ($\beta m+(1-\beta)g$: the polar factor
+does not see the scale, so this equals Muon's $\mu m+g$ with $\mu=\beta$), kept scale-free
+(:func:`~attsvm.gd.steps.averaged`).
 Option ``momentum`` $\beta\in[0,1)$ (default 0.9). Step bound $\sqrt{\min(r,c)}$ for an $r\times c$ factor. Stops
 ``underflow`` when every factor's gradient and average are exactly zero.
 """
@@ -19,13 +20,7 @@ from typing import Any
 
 from ..algorithm import Algorithm
 from ..options import fro_bound
-
-
-def initial_state(S: Any, th: dict) -> dict:
-    """Per factor the average's mantissa ``m:<k>`` (zeros) and log-scale ``s:<k>`` (B,)."""
-    from ..steps import zero_moments
-
-    return zero_moments(th, ("m",))
+from .signum import initial_state
 
 
 def step(S: Any, P: Any, th: dict, fw: Any, lr: Any, state: Any, k: int) -> tuple[dict, dict, Any]:
