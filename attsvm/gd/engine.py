@@ -72,10 +72,11 @@ KERNELS = declare(
 def fused_applies(job: Job) -> bool:
     """Whether the fused CPU kernel (:mod:`.fused`) computes this run: ``ngd`` per factor (joint is the same for one
     factor), no ridge, no normaliser epsilon, on ``W`` or ``KQ``, a linear head, a loss of :data:`FUSED_LOSSES`,
-    the CPU, float64."""
+    the CPU, float64, the full batch (no ``minibatch``: the torch kernel computes those)."""
     S = job.settings
     return (
         S.algorithm.fused
+        and S.minibatch is None
         and S.algo == "ngd"
         and job.param in ("W", "KQ")
         and (S.normalize == "per-factor" or job.param == "W")
@@ -117,7 +118,9 @@ def run(
     (see the module and package docs). Without ``settings``, the settings are ``settings_of(algo, param,
     **options)`` (:func:`~attsvm.gd.spec.settings_of`; ``algo`` default ``"ngd"``; ``options`` the settings fields:
     ``ridge``, ``schedule``, ``q``, ``norm``, ``normalize``, ``grad_eps``, ``adam_betas``, ``adam_eps``,
-    ``momentum``) — one validation either way.
+    ``momentum``, ``minibatch``) — one validation either way. ``minibatch`` $b$: update $k$ steps on the loss of the
+    cyclic batch $B_k=\{(kb+j)\bmod n\}_{j<b}$ only, $\frac1b\sum_{i\in B_k}\ell_i$; records and stop rules stay
+    on the full data set (:class:`~attsvm.gd.spec.Settings`; the torch kernel).
 
     Returns a :class:`GDResult` whose arrays have a leading batch axis (B=1 for a single data set).
     ``threads``: CPU threads during the run (default 1: one thread per process is fastest on a shared machine;
@@ -155,7 +158,8 @@ def run(
     if kernel == "fused" and not fused:
         raise InputError(
             "kernel 'fused' computes algo 'ngd' (per factor, ridge 0, grad_eps 0) on param 'W' or 'KQ' with a linear "
-            f"head and the losses {', '.join(FUSED_LOSSES)}, on the CPU in float64; use kernel 'torch' or 'auto'"
+            f"head and the losses {', '.join(FUSED_LOSSES)}, on the CPU in float64, full batch (no minibatch); "
+            "use kernel 'torch' or 'auto'"
         )
     if fused and kernel != "torch":
         from .fused import run_fused

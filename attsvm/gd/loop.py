@@ -17,7 +17,7 @@ from .init import PARAMETERISATIONS
 from .model_torch import TorchData, corr_t, loss_value_t, ntp_square_head
 from .options import NTP_SQUARE
 from .result import NONFINITE, STOP_REASONS, GDResult
-from .spec import Job, dtype_name_of
+from .spec import Job, batch_period, batch_rows, dtype_name_of
 from .steps import Problem, W_of, forward, step_size
 from .summary import Recorder, fields, record_row
 
@@ -120,6 +120,8 @@ def _run(job: Job, progress, t0: float) -> GDResult:
                 pshapes["W"] = (d, d)
         rec = Recorder(record_every, steps, B, N, list(tg), pshapes)
 
+    batches, period = minibatches(settings.minibatch, N, dev)
+    streak = torch.zeros(B, dtype=torch.int64, device=dev)  # consecutive updates flagged "fixed point"
     active = torch.ones(B, dtype=torch.bool, device=dev)
     taken = torch.zeros(B, dtype=torch.int64, device=dev)  # steps taken after the first stop
     common = 0  # steps taken while every data set was active
@@ -158,7 +160,11 @@ def _run(job: Job, progress, t0: float) -> GDResult:
                 stop(hit, 2)
         if k == steps or not (everyone or bool(active.any())):
             break
-        new, newstate, zero = A.step(settings, P, th, fw, step_size(lr_t, k, settings.schedule), state, k)
+        Pk = P if batches is None else P.on_batch(batches[k % period], settings.minibatch)
+        new, newstate, zero = A.step(settings, Pk, th, fw, step_size(lr_t, k, settings.schedule), state, k)
+        if batches is not None:  # a fixed point of the cyclic iteration: the flag over a whole period of batches
+            streak = torch.where(zero, streak + 1, torch.zeros_like(streak))
+            zero = streak >= period
         fw_new = forward(P, new)
         ok = outputs_finite(P, fw_new)  # non-finite parameters make the outputs non-finite too
         if bool(((zero | ~ok) & active).any()):  # one host sync per step for both stop rules
@@ -200,6 +206,19 @@ def _run(job: Job, progress, t0: float) -> GDResult:
         nonfinite_step=_np(nf_step),
         settings=settings,
     )
+
+
+def minibatches(b: int | None, n: int, dev: torch.device) -> tuple[torch.Tensor | None, int]:
+    r"""``(rows, period)``: the (period, n) bool rows of the mini-batches $B_0,\dots,B_{\text{period}-1}$
+    (:func:`~attsvm.gd.spec.batch_rows`; they repeat after ``period`` $=n/\gcd(n,b)$ updates), or ``(None, 1)``
+    for the full batch (``b`` None)."""
+    if b is None:
+        return None, 1
+    period = batch_period(b, n)
+    rows = np.zeros((period, n), dtype=bool)
+    for k in range(period):
+        rows[k, batch_rows(k, b, n)] = True
+    return torch.as_tensor(rows, device=dev), period
 
 
 def outputs_finite(P: Problem, fw) -> torch.Tensor:

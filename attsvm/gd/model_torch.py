@@ -240,11 +240,33 @@ def ntp_square_head(ds, device, dtype) -> tuple:
 
 
 # ---------------------------------------------------------------------- token weights
-def token_weights(logs: torch.Tensor, ghat: torch.Tensor, u: torch.Tensor, loss: str = "logistic") -> torch.Tensor:
-    r"""Plain $\omega_{it}=\frac1N\ell'(u_i)r_{it}$ (float, may underflow to 0), shape (B,N,T)."""
+def token_weights(
+    logs: torch.Tensor,
+    ghat: torch.Tensor,
+    u: torch.Tensor,
+    loss: str = "logistic",
+    batch: tuple[torch.Tensor, int] | None = None,
+) -> torch.Tensor:
+    r"""Plain $\omega_{it}=\frac1N\ell'(u_i)r_{it}$ (float, may underflow to 0), shape (B,N,T). ``batch``
+    ``(rows, b)``: the mini-batch loss $\frac1b\sum_{i\in\text{rows}}\ell_i$ instead (``rows`` (N,) bool, $b$ of
+    them; the other rows weigh exactly 0)."""
     s = torch.exp(logs)
-    c = loss_derivative_t(u, loss) / u.shape[-1]
+    c = loss_derivative_t(u, loss) / u.shape[-1] if batch is None else batch_derivative(u, loss, batch)
     return c.unsqueeze(-1) * residual_t(s, ghat)
+
+
+def batch_derivative(u: torch.Tensor, loss: str, batch: tuple[torch.Tensor, int]) -> torch.Tensor:
+    r"""$\ell'(u_i)/b$ on the mini-batch rows and exactly 0 elsewhere (``batch`` ``(rows, b)``): (B,N)."""
+    rows, b = batch
+    return torch.where(rows, loss_derivative_t(u, loss) / b, torch.zeros_like(u))
+
+
+def batch_log_derivative(u: torch.Tensor, loss: str, batch: tuple[torch.Tensor, int] | None) -> torch.Tensor:
+    r"""$\log|\ell'(u_i)|$ on the mini-batch rows and $-\infty$ elsewhere (``batch`` ``(rows, b)``; ``None``: every
+    row): (B,N). Masked *before* any normalisation by the largest weight, so a row outside the batch never sets
+    the scale (the rows inside cannot underflow because of it)."""
+    lc = log_neg_loss_derivative_t(u, loss)
+    return lc if batch is None else lc.masked_fill(~batch[0], float("-inf"))
 
 
 def score_diff(ghat: torch.Tensor) -> torch.Tensor:
@@ -258,8 +280,12 @@ def token_weights_logdomain(
     u: torch.Tensor,
     loss: str = "logistic",
     parts: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
+    batch: tuple[torch.Tensor, int] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     r"""$(\tilde\omega, M)$ with $\omega=e^{M}\tilde\omega$ (module docstring): $\tilde\omega$ (B,N,T), $M$ (B,).
+    ``batch`` ``(rows, b)``: the weights of the mini-batch loss $\frac1b\sum_{i\in\text{rows}}\ell_i$
+    (:func:`batch_log_derivative`: the other rows' $\log|\ell'|=-\infty$ before $M$ is taken, their weights exactly
+    0).
 
     $M$ is the largest log-weight over off-diagonal pairs with distinct effective scores
     (:func:`log_weight_max`); a data set without any such pair (zero gradient) gets $M=-\infty$ and
@@ -278,7 +304,7 @@ def token_weights_logdomain(
     (valid pairs through $t_1$) and $1/s_{t_1}\le T$: nothing overflows, nothing cancels
     catastrophically ($\delta$ is an exact difference), however far $s$ has underflowed.
     ``parts``: ``(e, log Z, t1)`` of :func:`log_softmax_parts` for ``logs`` (saves recomputing them)."""
-    lc = log_neg_loss_derivative_t(u, loss)  # (B,N)
+    lc = batch_log_derivative(u, loss, batch)  # (B,N); -inf off the mini-batch
     if parts is None:
         mx, idx = logs.max(dim=-1, keepdim=True)  # log s_{t1}
         q = torch.exp(logs - mx)  # s_t / s_{t1}
@@ -297,7 +323,7 @@ def token_weights_logdomain(
     rho = (eS * dA).sum(-1, keepdim=True)
     # e^{alpha_t} = e^{S_t - M} / s_t1; 1 / s_t1 = e^{-mx}: with the parts, -mx is log Z itself (no negation)
     w = eS.mul_(torch.exp(lz if parts is not None else -mx)).mul_(dA).sub_(q * rho)
-    return w.mul_(-1.0 / u.shape[-1]), M
+    return w.mul_(-1.0 / (u.shape[-1] if batch is None else batch[1])), M
 
 
 def token_weights_logdomain_pairwise(

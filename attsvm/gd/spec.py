@@ -11,6 +11,7 @@ its default (a value given for it is refused, naming the algorithms that read it
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -41,7 +42,20 @@ class Settings:
     $\epsilon$ is $2^{-52}$); ``q`` (the $\ell_q$ potential of ``md`` / ``nmd``, the exponent of ``nsd`` with
     ``norm="lq"``); ``norm`` (``nsd``); ``adam_betas`` $(\beta_1,\beta_2)$, $0\le\beta_1<\sqrt{\beta_2}<1$, and
     ``adam_eps`` $\epsilon\ge0$ (``adam``; default 0, the $\epsilon\to0$ algorithm of the theory;
-    ``torch.optim.Adam`` uses $10^{-8}$); ``momentum`` $\beta\in[0,1)$ (``signum``, ``muon``)."""
+    ``torch.optim.Adam`` uses $10^{-8}$); ``momentum`` $\beta\in[0,1)$ (``signum``, ``muon``).
+
+    ``minibatch`` $b$ (every algorithm; ``None``, the default: the full batch): update $k=0,1,\dots$ is the
+    algorithm's step on the mini-batch loss of the cyclic, deterministic batch $B_k$ (:func:`batch_rows`),
+
+    .. math:: \mathcal L_k(\theta)=\frac1b\sum_{i\in B_k}\ell_i(\theta),\qquad
+              B_k=\{(kb+j)\bmod n:\ j=0,\dots,b-1\},
+
+    instead of $\mathcal L(\theta)=\frac1n\sum_{i=1}^n\ell_i(\theta)$, $1\le b\le n$ ($n$ the flat rows of the
+    data set: the inputs, the (input, query) rows of sequence / causal data, the rows of next-token data; $b=n$ is
+    the full batch exactly). Only the step uses $B_k$: the records (loss, norm, selection, ...) and the stop rules
+    are on the full data set; the ``underflow`` stop (a fixed point) needs the update lost for a whole period of
+    $n/\gcd(n,b)$ consecutive updates (every batch of the cycle). The torch kernel only (``kernel="fused"`` is
+    refused)."""
 
     algo: str = "ngd"
     ridge: float = 0.0
@@ -53,6 +67,7 @@ class Settings:
     adam_betas: tuple[float, float] = (0.9, 0.999)
     adam_eps: float = 0.0
     momentum: float = 0.9
+    minibatch: int | None = None
 
     @property
     def algorithm(self) -> Algorithm:
@@ -62,7 +77,7 @@ class Settings:
     def read(self) -> dict[str, Any]:
         """The options this run's algorithm reads, then ``schedule`` and ``ridge`` (for reports: the others are at
         their defaults and mean nothing for it)."""
-        names = (*self.algorithm.options, "schedule", "ridge")
+        names = (*self.algorithm.options, "schedule", "ridge", "minibatch")
         return {n: getattr(self, n) for n in names}
 
 
@@ -75,13 +90,38 @@ def takers(option: str) -> list[str]:
     return [a.name for a in ALGORITHMS.values() if option in a.options]
 
 
+def minibatch_of(value: Any, rows: int | None = None) -> int | None:
+    r"""The one rule for ``minibatch`` (:class:`Settings`): ``None`` (the full batch) or an integer $b\ge1$ (not a
+    bool), and with ``rows`` $n$ (the data set's flat rows, once the data are known) $b\le n$;
+    :class:`~attsvm.errors.InputError` otherwise."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise InputError(f"minibatch must be a positive integer (the batch size b), got {value!r}")
+    if rows is not None and value > rows:
+        raise InputError(f"minibatch must be at most the number of samples n = {rows}, got {value!r}")
+    return int(value)
+
+
+def batch_rows(k: int, b: int, n: int) -> np.ndarray:
+    r"""The samples $B_k=\{(kb+j)\bmod n: j=0,\dots,b-1\}$ of update $k$ with mini-batch $b$ (:class:`Settings`):
+    (b,) int64 (distinct, as $b\le n$)."""
+    return (int(k) * int(b) + np.arange(int(b), dtype=np.int64)) % int(n)
+
+
+def batch_period(b: int, n: int) -> int:
+    r"""$n/\gcd(n,b)$: the updates after which the batches $B_k$ repeat."""
+    return int(n) // math.gcd(int(n), int(b))
+
+
 def settings_of(algo: str, param: str, **given: Any) -> Settings:
     r"""Validated :class:`Settings` of ``algo`` on ``param`` (:class:`~attsvm.errors.InputError` naming the bad
     argument, also a ``ValueError``): ``param`` one of those declared for ``algo``; ``schedule`` in
     :data:`~attsvm.gd.options.SCHEDULES`; ``ridge`` finite $\ge0$; each option of
     :data:`~attsvm.gd.algorithm.OPTIONS` the algorithm reads parsed by the option, then the algorithm's rules
     between them; an option it does not read must be left at its default. ``None`` for an option means its
-    default."""
+    default. ``minibatch``: :func:`minibatch_of` (its bound $b\le n$ is checked with the data, by
+    :func:`prepare`)."""
     if algo not in ALGORITHMS:
         raise InputError(f"algo must be one of {ALGOS}, got {algo!r}")
     A = ALGORITHMS[algo]
@@ -112,7 +152,8 @@ def settings_of(algo: str, param: str, **given: Any) -> Settings:
         values[name] = opt.default
     if A.rules is not None:
         A.rules(values, param)
-    return Settings(algo=algo, ridge=float(ridge), schedule=schedule, **values)
+    minibatch = minibatch_of(given.get("minibatch"))
+    return Settings(algo=algo, ridge=float(ridge), schedule=schedule, minibatch=minibatch, **values)
 
 
 def resolve_settings(settings: Any, algo: str | None, param: str, options: dict[str, Any]) -> Settings:
@@ -335,6 +376,7 @@ def prepare(
         raise InputError("stop_corr needs at least one target")
     dtype = dtype_name_of(dtype)
     f = ds.flat()
+    minibatch_of(settings.minibatch, int(f.X.shape[-3]))
     B = int(f.X.shape[0]) if ds.batched else 1
     d = int(f.X.shape[-1])
     mw = d if m is None else int(m)

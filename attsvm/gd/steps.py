@@ -21,6 +21,7 @@ bit-identical to the unscaled formulas wherever those are representable.
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,10 +31,11 @@ import torch
 from .init import PARAMETERISATIONS
 from .model_torch import (
     TorchData,
+    batch_derivative,
+    batch_log_derivative,
     grad_from_weights_p,
     grad_from_weights_W,
     head_outputs,
-    log_neg_loss_derivative_t,
     log_softmax_parts,
     logits_p,
     logits_W,
@@ -63,6 +65,9 @@ class Problem:
     ez: torch.Tensor = field(init=False, repr=False)
     eg: torch.Tensor = field(init=False, repr=False)
     chain: Any = field(init=False, repr=False)
+    #: the mini-batch of this step, ``(rows, b)``: (N,) bool rows of $B_k$ and $b$ (:meth:`on_batch`); ``None``:
+    #: the full loss
+    batch: tuple[torch.Tensor, int] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         D = self.D
@@ -76,6 +81,14 @@ class Problem:
         module, _, name = PARAMETERISATIONS[self.param].torch_gradient.partition(":")
         assert module == __name__, module
         self.chain = globals()[name]  # the parameterisation's chain rule (declared in its registry entry)
+
+    def on_batch(self, rows: torch.Tensor, b: int) -> Problem:
+        r"""This problem with the mini-batch loss $\mathcal L_k=\frac1b\sum_{i\in B_k}\ell_i$ (``rows`` (N,) bool,
+        the $b$ rows of $B_k$; :class:`~attsvm.gd.spec.Settings`): the gradients of :func:`scaled_gradients` are
+        then those of $\mathcal L_k$ (the other rows masked in the log domain before any normalisation)."""
+        out = copy.copy(self)
+        out.batch = (rows, int(b))
+        return out
 
     @property
     def fixed_scores(self) -> bool:
@@ -116,10 +129,10 @@ def scaled_gradients(P: Problem, th: dict[str, torch.Tensor], fw, log_domain: bo
     D = P.D
     if log_domain:
         gs, ew = (P.gs, P.eg) if P.fixed_scores else normalise(ghat)
-        w, M = token_weights_logdomain(logs, gs, u, P.loss, parts)
+        w, M = token_weights_logdomain(logs, gs, u, P.loss, parts, batch=P.batch)
     else:  # the plain float weights, underflowing exactly where float64 does (the "underflow" stop)
         gs, ew = (P.gs, P.eg) if P.fixed_scores else (ghat, torch.zeros_like(P.ex))
-        w = token_weights(logs, gs, u, P.loss)
+        w = token_weights(logs, gs, u, P.loss, batch=P.batch)
         M = torch.zeros(D.B, dtype=D.X.dtype, device=D.X.device)
     return P.chain(P, th, fw, w, M, ew, log_domain)
 
@@ -174,13 +187,15 @@ def gradients_vp(P: Problem, th: dict[str, torch.Tensor], fw, w, M, ew, log_doma
     (G,), (Mp,), (Ep,) = (x.values() for x in gradients_p(P, th, fw, w, M, ew, log_domain))
     logs, u = fw[0], fw[1]
     N = u.shape[-1]
+    if P.batch is not None:  # the mini-batch loss (1/b) sum over B_k (Problem.on_batch)
+        N = P.batch[1]
     if log_domain:
-        lc = log_neg_loss_derivative_t(u, P.loss)
+        lc = batch_log_derivative(u, P.loss, P.batch)  # -inf off the mini-batch, before the max
         Mv = lc.amax(-1)
         c = -torch.exp(lc - Mv.unsqueeze(-1)) / N
     else:
         Mv = torch.zeros_like(M)
-        c = loss_derivative_t(u, P.loss) / N
+        c = loss_derivative_t(u, P.loss) / N if P.batch is None else batch_derivative(u, P.loss, P.batch)
     gv, ev = normalise(torch.einsum("bn,bnt,bntd->bd", c * P.D.Y, torch.exp(logs), P.Xs))
     return {"v": gv, "p": G}, {"v": Mv, "p": Mp}, {"v": P.ex + ev, "p": Ep}
 
