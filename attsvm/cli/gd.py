@@ -187,6 +187,15 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     )
     p.add_argument("--m", type=int, default=None, help="width of K and Q for --param KQ (default: d)")
     p.add_argument(
+        "--minibatch",
+        type=int,
+        default=None,
+        metavar="B",
+        help="deterministic cyclic mini-batches, every --algo: update k steps on (1/B) sum_{i in B_k} l_i with "
+        "B_k = {(k B + j) mod n : j < B}, 1 <= B <= n (n: inputs, or query rows); the loss, records and stops "
+        "stay on the full data set; the torch kernel (default: the full batch)",
+    )
+    p.add_argument(
         "--ridge",
         type=float,
         default=0.0,
@@ -357,7 +366,7 @@ def run(args: argparse.Namespace) -> int:
     if args.threads < 1:
         raise InputError("--threads must be a positive integer")
     settings = settings_of(
-        args.algo, args.param, ridge=args.ridge, schedule=args.schedule,
+        args.algo, args.param, ridge=args.ridge, schedule=args.schedule, minibatch=args.minibatch,
         **{o: getattr(args, o) for o in OPTIONS if getattr(args, o) is not None},
     )  # fmt: skip
     if args.record_every is not None:  # before anything is allocated or solved

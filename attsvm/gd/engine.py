@@ -72,11 +72,12 @@ KERNELS = declare(
 def fused_applies(job: Job) -> bool:
     """Whether the fused CPU kernel (:mod:`.fused`) computes this run: ``ngd`` per factor (joint is the same for one
     factor), no ridge, no normaliser epsilon, on ``W`` or ``KQ``, a linear head, a loss of :data:`FUSED_LOSSES`,
-    the CPU, float64, the full batch (no ``minibatch``: the torch kernel computes those)."""
+    the CPU, float64, the full batch (``minibatch`` None or $n$, which is the full batch exactly; the torch kernel
+    computes the others)."""
     S = job.settings
     return (
         S.algorithm.fused
-        and S.minibatch is None
+        and S.minibatch in (None, int(job.ds.flat().X.shape[-3]))
         and S.algo == "ngd"
         and job.param in ("W", "KQ")
         and (S.normalize == "per-factor" or job.param == "W")
@@ -158,7 +159,7 @@ def run(
     if kernel == "fused" and not fused:
         raise InputError(
             "kernel 'fused' computes algo 'ngd' (per factor, ridge 0, grad_eps 0) on param 'W' or 'KQ' with a linear "
-            f"head and the losses {', '.join(FUSED_LOSSES)}, on the CPU in float64, full batch (no minibatch); "
+            f"head and the losses {', '.join(FUSED_LOSSES)}, on the CPU in float64, full batch (minibatch n or none); "
             "use kernel 'torch' or 'auto'"
         )
     if fused and kernel != "torch":

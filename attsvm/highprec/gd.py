@@ -96,6 +96,8 @@ global optimality is not decided here.
 
 from __future__ import annotations
 
+import copy
+import math
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -138,6 +140,7 @@ __all__ = [
     "Agreement",
     "Replay",
     "replay",
+    "batch_data",
     "PathPoint",
     "path_point",
     "best_path_point",
@@ -276,10 +279,10 @@ class Replay:
     r"""A replayed run: ``final`` the last iterate and ``recorded`` the iterates at ``steps`` (step 0 first), each a
     dict of nested ``mpf`` lists (``{"W"}``, ``{"K","Q"}``, ``{"p"}``, ``{"v","p"}`` or ``{"k","q"}``); ``lr`` the
     step size $\eta_0$; ``taken`` the steps taken (fewer than asked when every gradient became exactly zero);
-    ``algo``, ``norm``, ``q``, ``schedule`` how they were taken; for ``nsd`` in a discrete norm (``linf``, ``l1``,
-    ``spec``) ``decisions`` and ``margins`` of every update, and for ``spec`` the ``sensitivities`` $\kappa_k$
-    (module docstring; empty otherwise; several factors: ``{factor: decision}``, the smallest margin and the largest
-    $\kappa$ per update)."""
+    ``algo``, ``norm``, ``q``, ``schedule``, ``minibatch`` how they were taken; for ``nsd`` in a discrete norm
+    (``linf``, ``l1``, ``spec``) ``decisions`` and ``margins`` of every update, and for ``spec`` the
+    ``sensitivities`` $\kappa_k$ (module docstring; empty otherwise; several factors: ``{factor: decision}``, the
+    smallest margin and the largest $\kappa$ per update)."""
 
     param: str
     final: dict[str, Any]
@@ -292,6 +295,7 @@ class Replay:
     q: Any = None
     schedule: str = "constant"
     decided: str | None = None
+    minibatch: int | None = None
     decisions: list[Any] = field(default_factory=list)
     margins: list[Any] = field(default_factory=list)
     sensitivities: list[Any] = field(default_factory=list)
@@ -371,6 +375,17 @@ def _flip_text(norm: str | None, k: int, got: Any, want: Any, margin: float, sha
     else:
         what = f"kept rank: float64 {got}, high precision {want}"
     return f"update {k}: {what} (high-precision margin {margin:.3g})"
+
+
+def batch_data(D: HPData, rows: list[int]) -> HPData:
+    r"""The data set of the rows ``rows`` of ``D`` alone (in that order): its loss is
+    $\frac1{|\text{rows}|}\sum_{i\in\text{rows}}\ell_i$, the mini-batch loss of :func:`replay`."""
+    out = copy.copy(D)
+    out.N = len(rows)
+    out.X, out.Y, out.Z, out.vis = ([a[i] for i in rows] for a in (D.X, D.Y, D.Z, D.vis))
+    if D.gamma is not None:
+        out.gamma = [D.gamma[i] for i in rows]
+    return out
 
 
 def _init(param: str, init: Any, d: int) -> dict[str, Any]:
@@ -527,9 +542,10 @@ def adam_step(s: Step) -> StepResult:
     mom = s.state.setdefault("m", {n: [zero] * len(_flat(a)) for n, a in s.th.items()})
     sec = s.state.setdefault("v", {n: [zero] * len(_flat(a)) for n, a in s.th.items()})
     new_m = {n: [B1 * a + (1 - B1) * x for a, x in zip(mom[n], _flat(g))] for n, g in s.grads.items()}
-    if _stationary(s) and all(x == 0 for m_ in new_m.values() for x in m_):
-        return None, {}
     new_v = {n: [B2 * a + (1 - B2) * x * x for a, x in zip(sec[n], _flat(g))] for n, g in s.grads.items()}
+    if _stationary(s) and all(x == 0 for m_ in new_m.values() for x in m_):
+        s.state["m"], s.state["v"] = new_m, new_v  # no step; v still decays (a mini-batch replay goes on)
+        return None, {}
     bc1, bc2 = 1 - B1**s.t, 1 - B2**s.t
     new = {}
     for n in s.grads:
@@ -620,8 +636,13 @@ def replay(
     (``norm``, ``q``, ``schedule``, ``adam_betas``, ``adam_eps``, ``normalize``, ``momentum``), validated by the
     engine's one rule :func:`attsvm.gd.settings_of` through :func:`attsvm.gd.spec.resolve_settings` (a
     ``ValueError`` naming the bad one); the ridge and the normaliser's epsilon are not replayed (refused). Each
-    update is the algorithm's step written here (:data:`STEPS`)."""
-    from ..gd.spec import resolve_settings
+    update is the algorithm's step written here (:data:`STEPS`).
+
+    ``minibatch`` $b$ (a settings field): update $k$ takes the gradients of $\frac1b\sum_{i\in B_k}\ell_i$,
+    $B_k=\{(kb+j)\bmod n\}_{j<b}$ — the loss of the data set of the rows $B_k$ alone (:func:`batch_data`), summed
+    here at ``dps`` digits; an update whose gradients are all zero then takes no step (its state still decays), and
+    the replay stops only after $n/\gcd(n,b)$ such updates in a row (a whole period of batches: a fixed point)."""
+    from ..gd.spec import minibatch_of, resolve_settings
 
     if param not in PARAMS:
         raise ValueError(f"param must be one of {PARAMS}, got {param!r}")
@@ -631,6 +652,7 @@ def replay(
     if S.algo not in STEPS:
         raise ValueError(f"no 50-digit step of algo {S.algo!r}; replayed: {ALGOS}")
     D = data(ds)
+    b = minibatch_of(S.minibatch, D.N)
     with mp.workdps(dps):
         th = _init(param, init, D.d)
         if isinstance(lr, str):
@@ -650,17 +672,25 @@ def replay(
         }
         decided = DECISION_NORM.get(S.algo, S.norm if S.algo == "nsd" else None)
         rep = Replay(param, th, eta0, 0, algo=S.algo, norm=S.norm, q=qm, schedule=S.schedule, decided=decided)
+        rep.minibatch = b
+        idle = 0  # consecutive updates without a step (mini-batch runs)
         if record_every:
             rep.steps.append(0)
             rep.recorded.append(th)
         state: dict[str, Any] = {}
         step = STEPS[S.algo]
         for k in range(steps):
-            grads = _gradients(D, param, th, loss, dps)
+            Dk = D if b is None else batch_data(D, [(k * b + j) % D.N for j in range(b)])
+            grads = _gradients(Dk, param, th, loss, dps)
             norms = {name: frob(g) for name, g in grads.items()}
             new, dirs = step(Step(th, grads, norms, step_size(eta0, k, S.schedule), k + 1, values, state, dps))
             if new is None:
-                break
+                idle += 1
+                if b is None or idle >= D.N // math.gcd(D.N, b):
+                    break
+                new, dirs = {}, {}
+            else:
+                idle = 0
             if dirs and decided in DISCRETE:  # one entry per update (several factors: all their decisions)
                 one = len(grads) == 1
                 rep.decisions.append(
