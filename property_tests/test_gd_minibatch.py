@@ -15,6 +15,7 @@ import torch
 from attsvm import gd, generate
 from attsvm import highprec as hp
 from attsvm.cli import main
+from attsvm.data import Dataset
 from attsvm.errors import InputError
 from attsvm.gd.model_torch import TorchData, token_weights_logdomain
 from attsvm.gd.spec import batch_rows
@@ -217,3 +218,41 @@ def test_the_command_line_takes_and_records_the_mini_batch(tmp_path, capsys):
         rc = main(["gd", path, "--minibatch", bad, "--steps", "5"])
         err = capsys.readouterr().err
         assert rc == 2 and err.startswith("error:") and "minibatch" in err
+
+
+def _with_flat_inputs(flat: tuple[int, ...]):
+    """``paper_law(2, 4, 3)`` with the inputs ``flat`` made of four equal tokens (their gradient is exactly 0)."""
+    base = generate.paper_law(2, 4, 3, seed=1)
+    X = np.array(base.X)
+    alpha = np.array(base.flat().alpha)
+    for i in flat:
+        X[i] = X[i, :1]
+        alpha[i] = 0
+    return Dataset(X, base.Y, base.Z, base.v, alpha)
+
+
+@pytest.mark.parametrize("algo", ["gd", "ngd", "signum", "adam"])
+def test_a_batch_with_a_zero_gradient_is_not_a_fixed_point(algo):
+    """Sample 0 has a zero gradient: with b = 1 every other update takes no step, and the run goes on (as the
+    replay); only when every batch of the period is stationary does the run stop ``underflow``."""
+    ds = _with_flat_inputs((0,))
+    W0 = _init("W")["W"][0]
+    r = gd.run(ds, param="W", algo=algo, lr=0.05, steps=6, init=W0, minibatch=1)
+    rep = hp.replay(ds, W0, param="W", algo=algo, lr=0.05, steps=6, minibatch=1)
+    assert r.stop_reason == ["steps"] and int(r.steps[0]) == 6 == rep.taken
+    assert _rel(r.W[0], rep.array("W")) <= tol("replay_rtol")
+    if algo == "adam":
+        return
+    dead = _with_flat_inputs((0, 1))
+    r = gd.run(dead, param="W", algo=algo, lr=0.05, steps=6, init=W0, minibatch=1)
+    rep = hp.replay(dead, W0, param="W", algo=algo, lr=0.05, steps=6, minibatch=1)
+    assert r.stop_reason == ["underflow"] and int(r.steps[0]) == 1 == rep.taken  # period 2: the second zero update
+
+
+def test_mini_batches_on_next_token_data_agree_with_the_50_digit_replay():
+    ds = ntp(6, 4, 6, 8, seed=2, graph="cyclic")
+    W0 = np.random.default_rng(0).normal(size=(8, 8)) * 0.1
+    for algo in ("ngd", "signum"):
+        r = gd.run(ds, param="W", algo=algo, lr=0.1, steps=12, init=W0, minibatch=4)
+        rep = hp.replay(ds, W0, param="W", algo=algo, lr=0.1, steps=12, loss="nll", minibatch=4)
+        assert r.kernel == "torch" and _rel(r.W[0], rep.array("W")) <= tol("replay_rtol"), algo
