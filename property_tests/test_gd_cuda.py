@@ -24,8 +24,9 @@ def _rel(a, b):
         dict(param="KQ", algo="ngd", init="random"),
         dict(param="p", algo="ngd"),
         dict(param="vp", algo="gd", lr=0.5, init="random"),
+        dict(param="W", algo="signum", lr=0.05, minibatch=3),
     ],
-    ids=["W-ngd", "W-gd", "W-md", "KQ-ngd", "p-ngd", "vp-gd"],
+    ids=["W-ngd", "W-gd", "W-md", "KQ-ngd", "p-ngd", "vp-gd", "W-signum-minibatch"],
 )
 def test_cuda_equals_cpu(kw):
     ds = generate.causal(2, 5, 4, seed=0, B=4)

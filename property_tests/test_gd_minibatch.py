@@ -256,3 +256,15 @@ def test_mini_batches_on_next_token_data_agree_with_the_50_digit_replay():
         r = gd.run(ds, param="W", algo=algo, lr=0.1, steps=12, init=W0, minibatch=4)
         rep = hp.replay(ds, W0, param="W", algo=algo, lr=0.1, steps=12, loss="nll", minibatch=4)
         assert r.kernel == "torch" and _rel(r.W[0], rep.array("W")) <= tol("replay_rtol"), algo
+
+
+def test_sharded_mini_batch_runs_are_the_serial_ones(tmp_path, capsys):
+    path = str(generate.paper_law(3, 4, 3, seed=2, B=4).save(tmp_path / "b.npz"))
+    outs = []
+    for workers in ("1", "2"):
+        argv = ["gd", path, "--algo", "adam", "--minibatch", "2", "--steps", "20", "--json", "-n", workers]
+        assert main(argv) == 0
+        outs.append(json.loads(capsys.readouterr().out)["runs"])
+    assert outs[0] == outs[1]
+    assert main(["gd", path, "--algo", "adam", "--steps", "20", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["runs"] != outs[0]  # b = 2 < n = 3 is not the full batch

@@ -12,8 +12,9 @@ Main entry point::
   ``nsd`` (normalised steepest descent in a norm of ``NORMS``: ``fro``, ``linf``, ``l1``, ``spec``, ``lq``;
   THEORY §6), ``adam`` (bias-corrected, scale-safe moments), ``nmd`` (normalised $\ell_q$ mirror descent),
   ``signum`` (sign descent with momentum), ``muon`` (momentum with the exact polar step), each with a step
-  schedule (``SCHEDULES``: ``constant``, ``rsqrt``); how the steps are taken is :class:`Settings`
-  (:func:`settings_of`, :mod:`.spec`; ``GDResult.settings``); nonlinear heads; stop
+  schedule (``SCHEDULES``: ``constant``, ``rsqrt``) and deterministic cyclic mini-batches (``minibatch``: the
+  step on $\frac1b\sum_{i\in B_k}\ell_i$, records and stops on the full data); how the steps are taken is
+  :class:`Settings` (:func:`settings_of`, :mod:`.spec`; ``GDResult.settings``); nonlinear heads; stop
   rules (``STOP_REASONS``: ``steps``, ``underflow``, ``target_corr``, ``non-finite`` — an overflow freezes the
   run at its last finite iterate); trajectories.
 * :func:`steepest_direction` — $\arg\max_{\|\Delta\|\le1}\langle G,\Delta\rangle$ per data set (:mod:`.steepest`).

@@ -8,7 +8,8 @@ algorithms are the declared modules of :mod:`attsvm.gd.algos` (``gd``, ``ngd``, 
 ``signum``, ``muon``); :func:`~attsvm.gd.spec.settings_of` validates their settings, and
 :attr:`~attsvm.gd.result.GDResult.settings` records them.
 
-Stop rules, checked per data set (a stopped data set is frozen while the others go on):
+Stop rules, checked per data set (a stopped data set is frozen while the others go on; on the full data set also
+with ``minibatch``, which only changes the step, :class:`~attsvm.gd.spec.Settings`):
 
 * ``"steps"``: ``steps`` updates taken;
 * ``"underflow"``: the update is lost in floating point for every factor — plain ``gd`` / ``md``:
@@ -16,7 +17,8 @@ Stop rules, checked per data set (a stopped data set is frozen while the others 
   (once $s_{it}s_{i\tau}$ underflow) or $\eta$ times it underflows, a fixed point every later step would
   repeat; ``ngd``, ``nsd`` and ``nmd`` compute the direction in the log domain and only stop so at a true
   stationary point (direction exactly zero), ``adam`` when moreover its first moment is exactly zero — no $0/0$
-  step is ever taken;
+  step is ever taken; with ``minibatch`` $b<n$ the flag must hold for $n/\gcd(n,b)$ consecutive updates (every
+  batch of the cycle: a fixed point of the cyclic iteration);
 * ``"target_corr"``: before each update $k$ (and at $k=0$), if
   $\mathrm{corr}(\theta_k,\text{first target})\ge1-$``stop_corr`` the run stops with $k$ steps taken;
 * ``"non-finite"``: update $k+1$ produced a non-finite value — parameters (or the mirror-descent dual), logits /
