@@ -1,0 +1,130 @@
+r"""Stage detection in a trajectory of component magnitudes: *staircases* (incremental learning).
+
+Input: records $i=0,\dots,R-1$ at steps $s_0<s_1<\dots<s_{R-1}$ and nonnegative magnitudes $m_{ij}$ of $r$ components
+(e.g. $|k_jq_j|$ of diagonal attention, or the singular values of $KQ^\top-K_0Q_0^\top$). The defining rule, with a
+relative level $\theta$ (``rel``, default 0.1) and a stage resolution $\rho$ (``window``, default 0.1):
+
+* **scale** $M=\max_{i,j}m_{ij}$ — the largest magnitude anywhere in the trajectory (for a growing trajectory the
+  final largest); nothing is active when $M=0$. Multiplying every $m_{ij}$ by $c>0$ changes nothing.
+* **active**: component $j$ is active at record $i$ iff $m_{ij}\ge\theta M$; ``active[i]`` counts them.
+* **onset** $t_j$: the step $s_i$ of the first record where $j$ is active ($-1$: never).
+* **stages**: with the elapsed times $\tau_j=t_j-s_0$ of the components that switch on, sorted
+  $\tau_{(1)}\le\tau_{(2)}\le\dots\le\tau_{(K)}$, two consecutive onsets belong to **one stage** (they switch on
+  *together*) iff $\tau_{(k+1)}-\tau_{(k)}\le\rho\,\tau_{(k)}$ — a relative window, so the rule does not depend on the
+  unit of time and suits stages whose lengths grow like $\log(1/\alpha)$ (their ratios stay fixed as
+  $\alpha\to0$). Two onsets at the same record are always together.
+* **one at a time**: no two consecutive onsets together. **Stage lengths**: $\tau_{(1)}$, then
+  $\tau_{(k+1)}-\tau_{(k)}$.
+
+:func:`detect` applies the rule; :func:`affine_fit` fits onsets against $\log(1/\alpha)$ (least squares) and says how
+far the points are from a line. Plain numpy, float64.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import InputError
+
+#: default relative level $\theta$: active when at least this fraction of the largest magnitude
+REL = 0.1
+#: default stage resolution $\rho$: consecutive onsets closer than $\rho$ times the earlier elapsed time are together
+WINDOW = 0.1
+EPS = float(np.finfo(np.float64).eps)
+
+
+@dataclass(frozen=True)
+class Staircase:
+    """What :func:`detect` found (module docstring): ``onsets`` (r,) steps, -1 for a component that never switches
+    on; ``order`` the components that switch on, by onset (ties by index); ``active`` (R,) the count per record;
+    ``together`` the pairs ``(a, b)`` of consecutive components of ``order`` that switch on in one stage;
+    ``stage_lengths`` (K,) elapsed steps of each stage; ``scale`` $M$; ``rel`` $\\theta$; ``window`` $\\rho$."""
+
+    steps: np.ndarray
+    onsets: np.ndarray
+    order: np.ndarray
+    active: np.ndarray
+    together: tuple[tuple[int, int], ...]
+    stage_lengths: np.ndarray
+    scale: float
+    rel: float
+    window: float
+
+    @property
+    def one_at_a_time(self) -> bool:
+        """No two components switch on in one stage."""
+        return not self.together
+
+    @property
+    def stages(self) -> int:
+        """The number of components that switch on."""
+        return int(self.order.size)
+
+    def separation(self) -> float:
+        r"""The smallest $(\tau_{(k+1)}-\tau_{(k)})/\tau_{(k)}$ over consecutive onsets (inf with fewer than two, or
+        when the earlier one is at the start): above ``window`` iff one at a time."""
+        tau = self.onsets[self.order].astype(float) - float(self.steps[0])
+        if tau.size < 2:
+            return float("inf")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = np.where(tau[:-1] > 0, np.diff(tau) / tau[:-1], np.where(np.diff(tau) > 0, np.inf, 0.0))
+        return float(np.min(r))
+
+
+def detect(magnitudes: np.ndarray, steps: np.ndarray, rel: float = REL, window: float = WINDOW) -> Staircase:
+    """Apply the staircase rule (module docstring) to ``magnitudes`` (R, r) recorded at ``steps`` (R,)."""
+    m = np.asarray(magnitudes, dtype=np.float64)
+    s = np.asarray(steps)
+    if m.ndim != 2 or s.ndim != 1 or m.shape[0] != s.shape[0] or m.shape[0] == 0:
+        raise InputError(f"magnitudes must be (R, r) with steps (R,), got {m.shape} and {s.shape}")
+    if not np.all(np.isfinite(m)) or np.any(m < 0):
+        raise InputError("magnitudes must be finite and nonnegative")
+    if np.any(np.diff(s) <= 0):
+        raise InputError("steps must increase strictly")
+    if not (0 < rel < 1) or not window >= 0:
+        raise InputError(f"need 0 < rel < 1 and window >= 0, got rel={rel!r}, window={window!r}")
+    M = float(m.max())
+    on = m >= rel * M if M > 0 else np.zeros(m.shape, dtype=bool)
+    first = np.argmax(on, axis=0)
+    ever = on.any(axis=0)
+    onsets = np.where(ever, s[first], -1).astype(np.int64)
+    idx = np.flatnonzero(ever)
+    order = idx[np.lexsort((idx, onsets[idx]))]
+    tau = onsets[order].astype(np.float64) - float(s[0])
+    together = tuple(
+        (int(order[k]), int(order[k + 1]))
+        for k in range(order.size - 1)
+        if tau[k + 1] - tau[k] <= window * tau[k]  # equal onsets included (0 <= window * tau)
+    )
+    lengths = np.diff(np.concatenate([[0.0], tau])) if tau.size else np.zeros(0)
+    return Staircase(
+        steps=s, onsets=onsets, order=order, active=on.sum(axis=1), together=together, stage_lengths=lengths,
+        scale=M, rel=float(rel), window=float(window),
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class AffineFit:
+    r"""Least-squares line $y\approx a+bx$: ``slope`` $b$, ``intercept`` $a$, ``residual`` the largest
+    $|y-a-bx|$ relative to the spread $\max y-\min y$ (at least float64's epsilon times $\max|y|$; 0 for points
+    on a line, up to rounding)."""
+
+    slope: float
+    intercept: float
+    residual: float
+
+
+def affine_fit(x: np.ndarray, y: np.ndarray) -> AffineFit:
+    """Fit ``y`` against ``x`` (at least two distinct ``x``)."""
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if x.shape != y.shape or x.ndim != 1 or np.unique(x).size < 2:
+        raise InputError("affine_fit needs two 1-d arrays of one length with at least two distinct x")
+    A = np.stack([np.ones_like(x), x], axis=1)
+    (a, b), *_ = np.linalg.lstsq(A, y, rcond=None)
+    res = float(np.abs(y - a - b * x).max())
+    spread = max(float(y.max() - y.min()), EPS * float(np.abs(y).max()))
+    rel = res / spread if spread > 0 else 0.0  # spread 0: every y is 0, on the line y = 0
+    return AffineFit(slope=float(b), intercept=float(a), residual=rel)
