@@ -17,7 +17,10 @@ relative level $\theta$ (``rel``, default 0.1) and a stage resolution $\rho$ (``
   $\tau_{(k+1)}-\tau_{(k)}$.
 
 :func:`detect` applies the rule; :func:`affine_fit` fits onsets against $\log(1/\alpha)$ (least squares) and says how
-far the points are from a line. Plain numpy, float64.
+far the points are from a line (plain numpy, float64). The trajectories of the claims ``kq-diag-incremental`` /
+``kq-incremental-rank`` and of the experiment ``rank_dynamics``: :func:`small_start` (one direction at every scale
+$\alpha$), :func:`recorded_run` (plain GD recorded on a geometric-ish grid, :func:`record_plan`) and
+:func:`magnitudes`.
 """
 
 from __future__ import annotations
@@ -128,3 +131,53 @@ def affine_fit(x: np.ndarray, y: np.ndarray) -> AffineFit:
     spread = max(float(y.max() - y.min()), EPS * float(np.abs(y).max()))
     rel = res / spread if spread > 0 else 0.0  # spread 0: every y is 0, on the line y = 0
     return AffineFit(slope=float(b), intercept=float(a), residual=rel)
+
+
+# ------------------------------------------------------------------ trajectories to detect stages in
+def small_start(param: str, B: int, d: int, seed: int, alpha: float) -> dict[str, np.ndarray]:
+    r"""The initial point of every run of a batch at scale $\alpha$: $\alpha$ times one seeded standard normal draw
+    per data set (:func:`attsvm.gd.initial_params`, ``"random"`` at scale 1; ``param`` ``"diag"``: $k,q$ (B,d),
+    ``"KQ"``: $K,Q$ (B,d,d)) — the same direction at every $\alpha$, so that only the scale changes."""
+    from .gd import initial_params
+
+    return {k: alpha * v for k, v in initial_params(param, "random", B, d, d, seed, init_scale=1.0).items()}
+
+
+def record_plan(steps: int) -> list[tuple[int, int, int]]:
+    r"""Segments ``(start, stop, every)`` of the records: to ``steps/12`` every ``steps/3000``, to ``steps/3`` every
+    ``steps/600``, to ``steps`` every ``steps/150`` — about 500 records, spaced at most 2% of the elapsed steps from
+    step ``steps/60`` on and 10% from ``steps/300`` on (the default stage window is 10%), where a uniform spacing that
+    fine would record 3000."""
+    s1, s2 = steps // 12, steps // 3
+    return [(0, s1, max(1, s1 // 250)), (s1, s2, max(1, (s2 - s1) // 150)), (s2, steps, max(1, (steps - s2) // 100))]
+
+
+def recorded_run(ds, param: str, init: dict, lr: float, steps: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    r"""Plain GD (``algo="gd"``, constant ``lr``) from ``init`` for ``steps`` steps, recorded on :func:`record_plan`:
+    one engine run per segment, each from the last iterate of the one before (plain GD has no other state, so the
+    chain is the one run, bit for bit). Returns ``(record steps (R,), {factor: (R, B, ...)})``."""
+    from .gd import run
+
+    names = ("k", "q") if param == "diag" else ("K", "Q")
+    cur = {k: np.asarray(v) for k, v in init.items()}
+    at, rec = [], {k: [] for k in names}
+    for a, b, every in record_plan(steps):
+        r = run(ds, param=param, algo="gd", lr=lr, steps=b - a, init=cur, record_every=every, record_params=True)
+        tr = r.trajectory
+        keep = np.ones(len(tr["step"]), dtype=bool) if a == 0 else tr["step"] > 0
+        at.append(tr["step"][keep] + a)
+        for k in names:
+            rec[k].append(tr[k][keep])
+        cur = {names[0]: r.K, names[1]: r.Q}
+    return np.concatenate(at), {k: np.concatenate(v) for k, v in rec.items()}
+
+
+def magnitudes(param: str, params: dict, init: dict) -> np.ndarray:
+    r"""Component magnitudes per record, (R, ..., r): $|k_jq_j-k_{0j}q_{0j}|$ (``diag``) or the singular values of
+    $KQ^\top-K_0Q_0^\top$, largest first (``KQ``). ``params``: the recorded factors, leading axes (R, ...);
+    ``init``: the initial ones (...)."""
+    if param == "diag":
+        return np.abs(params["k"] * params["q"] - init["k"] * init["q"])
+    W0 = np.einsum("...ij,...kj->...ik", init["K"], init["Q"])
+    W = np.einsum("...ij,...kj->...ik", params["K"], params["Q"])
+    return np.linalg.svd(W - W0, compute_uv=False)

@@ -12,15 +12,15 @@ $T_k\log(1/\alpha)+O(1)$ (non-degeneracy assumptions on the loss along the way; 
 
 Checked here (attsvm's attention model, logistic loss, paper-law data $n=3$, $T=4$, $d=4$; the loss has no finite
 minimiser once a selection can saturate, which the paper's setting does not cover — hence the rate): plain GD
-(``algo="gd"``, constant step ``lr``, ``steps`` steps: a forward-Euler discretisation of the flow; halving ``lr`` halves
-the onsets in steps to within a record) on diagonal $(k,q)$ from $\alpha(\bar k,\bar q)$, $\bar k,\bar q\sim\mathcal N$
-entrywise (one seeded draw per data set, the same for every $\alpha$), $\alpha\in\{10^{-2},10^{-4},10^{-6}\}$. The
-magnitudes $|k_jq_j-k_{0j}q_{0j}|$, recorded about 500 times (:func:`record_plan`), go through the stage detector
-(:func:`attsvm.staircase.detect`: active at ``rel`` of the largest magnitude, one stage window ``window``). A run
-passes when (i) at every $\alpha$ the coordinates switch on one at a time; (ii) the $K$ stages that every $\alpha$
-reaches switch on the same coordinates in the same order; (iii) each of these $K$ onsets is affine in
-$\log(1/\alpha)$ — least-squares residual at most ``lin`` of the onsets' spread — with a positive slope. It is
-undecided when some $\alpha$ has no active coordinate.
+(``algo="gd"``, constant step ``lr``, ``steps`` steps: a forward-Euler discretisation of the flow; halving ``lr``
+halves the onsets in steps to within a record) on diagonal $(k,q)$ from $\alpha(\bar k,\bar q)$, $\bar k,\bar
+q\sim\mathcal N$ entrywise (one seeded draw per data set, the same for every $\alpha$),
+$\alpha\in\{10^{-2},10^{-4},10^{-6}\}$. The magnitudes $|k_jq_j-k_{0j}q_{0j}|$, recorded about 500 times
+(:func:`attsvm.staircase.record_plan`), go through the stage detector (:func:`attsvm.staircase.detect`: active at
+``rel`` of the largest magnitude, one stage window ``window``). A run passes when (i) at every $\alpha$ the
+coordinates switch on one at a time; (ii) the $K$ stages that every $\alpha$ reaches switch on the same coordinates
+in the same order; (iii) each of these $K$ onsets is affine in $\log(1/\alpha)$ — least-squares residual at most
+``lin`` of the onsets' spread — with a positive slope. It is undecided when some $\alpha$ has no active coordinate.
 
 The first stage has a closed form to compare with (detail ``first_slope_ratio``): near $W=0$ the gradient is
 $G_0=\nabla\mathcal L(0)$ and one GD step multiplies $k_j\pm q_j$ by $1\mp\eta g_j$, $g_j=(G_0)_{jj}$; so
@@ -56,57 +56,6 @@ STAIRS = {
     "examples": 16,
     "ci_examples": 16,
 }
-
-
-def start(param: str, B: int, d: int, seed: int, alpha: float) -> dict:
-    r"""The initial point of every run at scale $\alpha$: $\alpha$ times one seeded standard normal draw per data set
-    (:func:`attsvm.gd.initial_params`, ``"random"`` at scale 1), as (B, ...) arrays."""
-    from attsvm.gd import initial_params
-
-    return {k: alpha * v for k, v in initial_params(param, "random", B, d, d, seed, init_scale=1.0).items()}
-
-
-def record_plan(steps: int) -> list:
-    r"""Segments ``(start, stop, every)`` of the records: to ``steps/12`` every ``steps/3000``, to ``steps/3`` every
-    ``steps/600``, to ``steps`` every ``steps/150`` — about 500 records, spaced at most 2% of the elapsed steps from
-    step ``steps/60`` on and 10% from ``steps/300`` on (the stage window is 10%), where a uniform spacing that fine
-    would record 3000."""
-    s1, s2 = steps // 12, steps // 3
-    return [(0, s1, max(1, s1 // 250)), (s1, s2, max(1, (s2 - s1) // 150)), (s2, steps, max(1, (steps - s2) // 100))]
-
-
-def recorded_run(ds, param: str, init: dict, lr: float, steps: int) -> tuple:
-    r"""Plain GD from ``init`` for ``steps`` steps, recorded on :func:`record_plan`: one engine run per segment, each
-    from the last iterate of the one before (plain GD has no other state, so the chain is the one run, bit for bit).
-    Returns ``(record steps (R,), {factor: (R, B, ...)})``."""
-    import numpy as np
-
-    from attsvm import gd
-
-    names = ("k", "q") if param == "diag" else ("K", "Q")
-    cur = {k: np.asarray(v) for k, v in init.items()}
-    at, rec = [], {k: [] for k in names}
-    for a, b, every in record_plan(steps):
-        r = gd.run(ds, param=param, algo="gd", lr=lr, steps=b - a, init=cur, record_every=every, record_params=True)
-        tr = r.trajectory
-        keep = np.ones(len(tr["step"]), dtype=bool) if a == 0 else tr["step"] > 0
-        at.append(tr["step"][keep] + a)
-        for k in names:
-            rec[k].append(tr[k][keep])
-        cur = {names[0]: r.K, names[1]: r.Q}
-    return np.concatenate(at), {k: np.concatenate(v) for k, v in rec.items()}
-
-
-def magnitudes(param: str, params: dict, init: dict):
-    r"""Component magnitudes per record, (R, ..., r): $|k_jq_j-k_{0j}q_{0j}|$ (``diag``) or the singular values of
-    $KQ^\top-K_0Q_0^\top$ (``KQ``). ``params``: the recorded factors, leading axes (R, ...)."""
-    import numpy as np
-
-    if param == "diag":
-        return np.abs(params["k"] * params["q"] - init["k"] * init["q"])
-    W0 = np.einsum("...ij,...kj->...ik", init["K"], init["Q"])
-    W = np.einsum("...ij,...kj->...ik", params["K"], params["Q"])
-    return np.linalg.svd(W - W0, compute_uv=False)
 
 
 def staircase_run(mags: list, steps, h: dict) -> dict:
@@ -170,12 +119,12 @@ def staircase_outcome(case, param: str) -> Outcome:
     import numpy as np
 
     from attsvm.data import subset
-    from attsvm.staircase import affine_fit, detect
+    from attsvm.staircase import affine_fit, detect, magnitudes, recorded_run, small_start
 
     h = case.hypotheses
     ds = case.batch
     B, A = ds.batch_size, len(ALPHAS)
-    inits = [start(param, B, ds.d, case.seed, a) for a in ALPHAS]
+    inits = [small_start(param, B, ds.d, case.seed, a) for a in ALPHAS]
     init = {k: np.concatenate([i[k] for i in inits]) for k in inits[0]}
     lr, steps = float(h["lr"]), int(h["steps"])
     at, rec = recorded_run(subset(ds, np.tile(np.arange(B), A)), param, init, lr, steps)
@@ -232,7 +181,7 @@ def confirm_staircase(case, outcome, param: str) -> Outcome:
     import numpy as np
 
     from attsvm import highprec as hp
-    from attsvm.staircase import detect
+    from attsvm.staircase import detect, magnitudes, record_plan, recorded_run, small_start
     from attsvm.tolerances import tol
 
     h = case.hypotheses
@@ -243,7 +192,7 @@ def confirm_staircase(case, outcome, param: str) -> Outcome:
     every = math.gcd(*(e for _, _, e in record_plan(steps)))
 
     def replayed(a: float):
-        init = {k: v[b] for k, v in start(param, B, ds.d, case.seed, a).items()}
+        init = {k: v[b] for k, v in small_start(param, B, ds.d, case.seed, a).items()}
         at, rec = recorded_run(ds, param, {k: v[None] for k, v in init.items()}, lr, steps)
         mf = magnitudes(param, {k: v[:, 0] for k, v in rec.items()}, init)
         rep = hp.replay(ds, init, param=param, algo="gd", lr=lr, steps=steps, record_every=every)
