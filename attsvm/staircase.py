@@ -133,6 +133,55 @@ def affine_fit(x: np.ndarray, y: np.ndarray) -> AffineFit:
     return AffineFit(slope=float(b), intercept=float(a), residual=rel)
 
 
+def incremental_rule(
+    mags: list, steps: np.ndarray, alphas: tuple, rel: float = REL, window: float = WINDOW, lin: float = 0.1
+) -> dict:
+    r"""The incremental-learning rule of one run (claims ``kq-diag-incremental``, ``kq-incremental-rank``) on its
+    magnitudes (R, r) at each initial scale of ``alphas`` (one array per scale, recorded at ``steps``): it passes
+    when (i) at every scale the components switch on one at a time (:func:`detect`); (ii) the $K$ stages every
+    scale reaches switch on the same components in the same order; (iii) each of these $K$ onsets is affine in
+    $\log(1/\alpha)$ (:func:`affine_fit` residual at most ``lin``) with a positive slope. Undecided (``ok`` None)
+    when no scale has two stages or some scale has none. Returns ``ok``, ``margin``
+    ($\min(\text{separation}-\rho,\ \text{lin}-\text{residual})$; -1 for a wrong order or a slope $\le0$; 0 for
+    a pair exactly at the window's edge), ``why`` and the onsets, slopes and residuals behind it."""
+    scs = [detect(m, steps, rel=rel, window=window) for m in mags]
+    if max(s.stages for s in scs) < 2:
+        return {"ok": None, "margin": float("nan"), "why": "fewer than two stages at every alpha", "stages": 1}
+    if min(s.stages for s in scs) == 0:
+        return {"ok": None, "margin": float("nan"), "why": "no active component at some alpha", "stages": 0}
+    K = min(s.stages for s in scs)
+    same = all(np.array_equal(s.order[:K], scs[0].order[:K]) for s in scs)
+    x = np.log(1.0 / np.asarray(alphas, dtype=np.float64))
+    fits = [affine_fit(x, np.array([float(s.onsets[s.order[k]]) for s in scs])) for k in range(K)]
+    sep = min(s.separation() for s in scs) - window
+    lin_m = lin - max(f.residual for f in fits)
+    slopes = [f.slope for f in fits]
+    apart = all(s.one_at_a_time for s in scs)
+    ok = apart and same and min(slopes) > 0 and lin_m >= 0
+    why = []
+    if not apart:
+        why.append("together at " + ", ".join(f"alpha={a:g}" for a, s in zip(alphas, scs) if not s.one_at_a_time))
+    if not same:
+        why.append("order differs across alpha")
+    if min(slopes) <= 0:
+        why.append("an onset does not grow with log(1/alpha)")
+    if lin_m < 0:
+        why.append(f"onsets not affine in log(1/alpha) (residual {max(f.residual for f in fits):.3f})")
+    margin = min(sep, lin_m) if same and min(slopes) > 0 else -1.0
+    return {
+        "ok": bool(ok),
+        "margin": float(margin) if ok or margin <= 0 else 0.0,  # 0: a pair exactly at the window's edge
+        "why": "; ".join(why) or "passes",
+        "stages": [s.stages for s in scs],
+        "common": K,
+        "order": scs[0].order[:K].tolist(),
+        "onsets": [s.onsets[s.order].tolist() for s in scs],
+        "slopes": slopes,
+        "residuals": [f.residual for f in fits],
+        "alphas_together": [a for a, s in zip(alphas, scs) if not s.one_at_a_time],
+    }
+
+
 # ------------------------------------------------------------------ trajectories to detect stages in
 def small_start(param: str, B: int, d: int, seed: int, alpha: float) -> dict[str, np.ndarray]:
     r"""The initial point of every run of a batch at scale $\alpha$: $\alpha$ times one seeded standard normal draw

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from attsvm.errors import InputError
-from attsvm.staircase import REL, WINDOW, affine_fit, detect
+from attsvm.staircase import REL, WINDOW, affine_fit, detect, incremental_rule
 
 DT = 10  # steps between records
 R = 400  # records: steps 0, 10, ..., 3990
@@ -155,3 +155,38 @@ def test_affine_fit_bent():
     line through them (worked by hand: residuals (-h/3, 2h/3, -h/3) for x = 0, 1, 2 and y = (0, h, 0))."""
     fit = affine_fit(np.array([0.0, 1.0, 2.0]), np.array([0.0, 3.0, 0.0]))
     assert fit.slope == pytest.approx(0.0, abs=1e-12) and fit.residual == pytest.approx(2 / 3)
+
+
+ALPHAS = (1e-2, 1e-4, 1e-6)
+
+
+def planted_alphas(first: list[int], slope: list[int]) -> list[np.ndarray]:
+    """Magnitudes at each alpha with onset records c_j(alpha) = first_j + slope_j * (log10(1/alpha) / 2 - 1)."""
+    out = []
+    for i in range(len(ALPHAS)):
+        cells = [f + s * i for f, s in zip(first, slope)]
+        out.append(planted(cells, [1.0] * len(cells), 1e-5, np.ones((R, len(cells))), 0.0))
+    return out
+
+
+def test_incremental_rule_planted():
+    """Onsets affine in log(1/alpha) (records 10+10i and 40+30i): passes with residual 0; the same with the second
+    onset at alpha = 1e-4 moved by 30 records fails as not affine; swapping which component comes first at one alpha
+    fails on the order; two components at one record fails as together."""
+    steps = np.arange(R) * DT
+    good = incremental_rule(planted_alphas([10, 40], [10, 30]), steps, ALPHAS)
+    assert good["ok"] and max(good["residuals"]) <= 1e-12 and good["order"] == [0, 1]
+    assert [round(s, 9) for s in good["slopes"]] == [round(10 * DT / np.log(100), 9), round(30 * DT / np.log(100), 9)]
+    bent = planted_alphas([10, 40], [10, 30])
+    bent[1] = planted([20, 100], [1.0, 1.0], 1e-5, np.ones((R, 2)), 0.0)  # 70 -> 100: y = 400, 1000, 1000 steps
+    out = incremental_rule(bent, steps, ALPHAS)
+    assert out["ok"] is False and "not affine" in out["why"] and out["residuals"][1] == pytest.approx(1 / 3)
+    swapped = planted_alphas([10, 40], [10, 30])
+    swapped[2] = swapped[2][:, ::-1].copy()
+    out = incremental_rule(swapped, steps, ALPHAS)
+    assert out["ok"] is False and "order differs" in out["why"]
+    same = planted_alphas([10, 10], [10, 10])
+    out = incremental_rule(same, steps, ALPHAS)
+    assert out["ok"] is False and out["alphas_together"] == list(ALPHAS)
+    single = planted_alphas([10], [10])
+    assert incremental_rule(single, steps, ALPHAS)["ok"] is None

@@ -59,49 +59,11 @@ STAIRS = {
 
 
 def staircase_run(mags: list, steps, h: dict) -> dict:
-    r"""The pass rule of one run (module docstring) on its magnitudes at each $\alpha$ (a list of (R, r) arrays):
-    ``ok`` (None: undecided), ``margin`` (``min(separation - window, lin - residual)``, -1 for a wrong order or a
-    slope <= 0), and what decided it."""
-    import numpy as np
+    r"""The pass rule of one run (module docstring, :func:`attsvm.staircase.incremental_rule`) on its magnitudes at
+    each $\alpha$ of :data:`ALPHAS` (a list of (R, r) arrays)."""
+    from attsvm.staircase import incremental_rule
 
-    from attsvm.staircase import affine_fit, detect
-
-    scs = [detect(m, steps, rel=float(h["rel"]), window=float(h["window"])) for m in mags]
-    if max(s.stages for s in scs) < 2:
-        return {"ok": None, "margin": float("nan"), "why": "fewer than two stages at every alpha", "stages": 1}
-    if min(s.stages for s in scs) == 0:
-        return {"ok": None, "margin": float("nan"), "why": "no active component at some alpha", "stages": 0}
-    K = min(s.stages for s in scs)
-    same = all(np.array_equal(s.order[:K], scs[0].order[:K]) for s in scs)
-    x = np.log(1.0 / np.array(ALPHAS))
-    fits = [affine_fit(x, np.array([float(s.onsets[s.order[k]]) for s in scs])) for k in range(K)]
-    sep = min(s.separation() for s in scs) - float(h["window"])
-    lin = float(h["lin"]) - max(f.residual for f in fits)
-    slopes = [f.slope for f in fits]
-    apart = all(s.one_at_a_time for s in scs)
-    ok = apart and same and min(slopes) > 0 and lin >= 0
-    why = []
-    if not apart:
-        why.append("together at " + ", ".join(f"alpha={a:g}" for a, s in zip(ALPHAS, scs) if not s.one_at_a_time))
-    if not same:
-        why.append("order differs across alpha")
-    if min(slopes) <= 0:
-        why.append("an onset does not grow with log(1/alpha)")
-    if lin < 0:
-        why.append(f"onsets not affine in log(1/alpha) (residual {max(f.residual for f in fits):.3f})")
-    margin = min(sep, lin) if same and min(slopes) > 0 else -1.0
-    return {
-        "ok": bool(ok),
-        "margin": float(margin) if ok or margin <= 0 else 0.0,  # 0: a pair exactly at the window's edge
-        "why": "; ".join(why) or "passes",
-        "stages": [s.stages for s in scs],
-        "common": K,
-        "order": scs[0].order[:K].tolist(),
-        "onsets": [s.onsets[s.order].tolist() for s in scs],
-        "slopes": slopes,
-        "residuals": [f.residual for f in fits],
-        "alphas_together": [a for a, s in zip(ALPHAS, scs) if not s.one_at_a_time],
-    }
+    return incremental_rule(mags, steps, ALPHAS, rel=float(h["rel"]), window=float(h["window"]), lin=float(h["lin"]))
 
 
 def first_rate(param: str, ds) -> float:
