@@ -12,10 +12,10 @@ $T_k\log(1/\alpha)+O(1)$ (non-degeneracy assumptions on the loss along the way; 
 
 Checked here (attsvm's attention model, logistic loss, paper-law data $n=3$, $T=4$, $d=4$; the loss has no finite
 minimiser once a selection can saturate, which the paper's setting does not cover — hence the rate): plain GD
-(``algo="gd"``, constant step ``lr``, ``steps`` steps: a forward-Euler discretisation of the flow; halving ``lr``
-halves the onsets in steps to within a record) on diagonal $(k,q)$ from $\alpha(\bar k,\bar q)$, $\bar k,\bar
-q\sim\mathcal N$ entrywise (one seeded draw per data set, the same for every $\alpha$),
-$\alpha\in\{10^{-2},10^{-4},10^{-6}\}$. The magnitudes $|k_jq_j-k_{0j}q_{0j}|$, recorded about 500 times
+(``algo="gd"``, constant step ``lr``, ``steps`` steps: a forward-Euler discretisation of the flow; ``lr`` 0.5
+instead of 1 doubles the onsets in steps, to within a record, as a discretised flow should) on diagonal $(k,q)$ from
+$\alpha(\bar k,\bar q)$, $\bar k,\bar q\sim\mathcal N$ entrywise (one seeded draw per data set, the same for every
+$\alpha$), $\alpha\in\{10^{-2},10^{-4},10^{-6}\}$. The magnitudes $|k_jq_j-k_{0j}q_{0j}|$, recorded about 500 times
 (:func:`attsvm.staircase.record_plan`), go through the stage detector (:func:`attsvm.staircase.detect`: active at
 ``rel`` of the largest magnitude, one stage window ``window``). A run passes when (i) at every $\alpha$ the
 coordinates switch on one at a time; (ii) the $K$ stages that every $\alpha$ reaches switch on the same coordinates
