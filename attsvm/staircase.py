@@ -26,10 +26,14 @@ $\alpha$), :func:`recorded_run` (plain GD recorded on a geometric-ish grid, :fun
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .errors import InputError
+
+if TYPE_CHECKING:
+    from .data import Dataset
 
 #: default relative level $\theta$: active when at least this fraction of the largest magnitude
 REL = 0.1
@@ -201,7 +205,9 @@ def record_plan(steps: int) -> list[tuple[int, int, int]]:
     return [(0, s1, max(1, s1 // 250)), (s1, s2, max(1, (s2 - s1) // 150)), (s2, steps, max(1, (steps - s2) // 100))]
 
 
-def recorded_run(ds, param: str, init: dict, lr: float, steps: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+def recorded_run(
+    ds: Dataset, param: str, init: dict, lr: float, steps: int
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     r"""Plain GD (``algo="gd"``, constant ``lr``) from ``init`` for ``steps`` steps, recorded on :func:`record_plan`:
     one engine run per segment, each from the last iterate of the one before (plain GD has no other state, so the
     chain is the one run, bit for bit). Returns ``(record steps (R,), {factor: (R, B, ...)})``."""
