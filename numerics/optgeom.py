@@ -42,6 +42,15 @@ OPTIMIZERS = (
     ("coord", r"coord. ($\ell_1$)", {"algo": "nsd", "norm": "l1"}, "l1"),
     ("spec", "spectral", {"algo": "nsd", "norm": "spec"}, "spec"),
     ("adam", "Adam", {"algo": "adam"}, "linf"),
+    # the theorems' own hypotheses (THEORY §6.1): Adam with a decaying step, the momentum methods
+    (
+        "adam-decay",
+        r"Adam, $\eta_k\propto k^{-1/2}$",
+        {"algo": "adam", "schedule": "rsqrt", "lr": 0.5, "adam_betas": (0.9, 0.95)},
+        "linf",
+    ),
+    ("signum", r"Signum ($\beta=0.9$)", {"algo": "signum", "momentum": 0.9}, "linf"),
+    ("muon", r"Muon ($\beta=0.9$)", {"algo": "muon", "momentum": 0.9}, "spec"),
     ("md", r"MD ($\ell_3$)", {"algo": "nmd", "q": Q}, "lq"),
 )
 #: the SVM norms of the columns, with the arguments of attsvm.svm.solve
@@ -70,7 +79,7 @@ def run(ctx) -> dict:
     common = dict(param="W", lr=lr, steps=s["steps"], init="random", seed=1, schedule=sched)
     common.update(record_every=s["record_every"], record_params=True)
     ctx.progress.note(f"{len(OPTIMIZERS)} optimizers x {B} runs x {s['steps']} steps")
-    runs = gd_runs(ctx, [dict(ds=ds, **common, **o[2]) for o in OPTIMIZERS], "optimizers")
+    runs = gd_runs(ctx, [dict(ds=ds, **{**common, **o[2]}) for o in OPTIMIZERS], "optimizers")
     out: dict = {
         "settings": dict(s, lr=lr, schedule=sched, init="random 0.1 N", data="paper_law seed 0", q=Q),
         "runs": B,

@@ -476,3 +476,17 @@ def test_full_local_and_overparam(tmp_path):
     rep = reproduce("overparam", tmp_path, progress=False)
     g = [r["global"] for r in rep.result["rows"]]
     assert rep.ok and g[-1] > g[0] and np.corrcoef(rep.result["settings"]["ds"], g)[0, 1] > 0.8
+
+
+def test_cli_takes_hyphens_for_underscores(dummy_dir, tmp_path, capsys):
+    """``attsvm reproduce rank-dynamics`` names numerics/rank_dynamics.py: a hyphenated name runs the file whose stem
+    has underscores, and an unknown one is still bad input."""
+    import shutil
+
+    folder = tmp_path / "num"
+    shutil.copytree(dummy_dir, folder)
+    (folder / "dummy.py").rename(folder / "my_dummy.py")
+    base = ["reproduce", "--numerics", str(folder), "--out", str(tmp_path / "o"), "--quiet"]
+    assert main([*base, "my-dummy", "--smoke", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["experiments"][0]["name"] == "my_dummy"
+    assert main([*base, "my-dumm"]) == 2

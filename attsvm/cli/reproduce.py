@@ -110,6 +110,8 @@ def run(args) -> int:
         names = [n for n in NAMES if n in known] + sorted(set(known) - set(NAMES))
     elif args.name in known:
         names = [args.name]
+    elif args.name.replace("-", "_") in known:  # rank-dynamics names numerics/rank_dynamics.py
+        names = [args.name.replace("-", "_")]
     else:
         raise InputError(f"unknown experiment {args.name!r} (known: {', '.join(sorted(known))}, all)")
     given = parse_assignments(args.set)
