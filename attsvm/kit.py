@@ -763,6 +763,7 @@ class Kit:
         schedule: str = "constant",
         adam_betas: tuple[float, float] = (0.9, 0.999),
         adam_eps: float = 0.0,
+        normalize: str = "per-factor",
     ) -> Run:
         r"""``steps`` steps of ``algo`` with step sizes $\eta_k$ (``schedule``: ``"constant"`` $\eta_k=\eta$ = ``lr``,
         ``"rsqrt"`` $\eta_k=\eta(k+1)^{-1/2}$) on $W$ (from ``W0``, default 0) or, when ``K0``/``Q0`` are given, on
@@ -784,7 +785,10 @@ class Kit:
         :func:`attsvm.ball.gd.replay` (``gd``, ``ngd``, ``nsd`` in ``fro`` / ``linf`` / ``l1``; every decision
         proved and the radii watched, else :class:`Undecidable` — so are the other algorithms). On $(K,Q)$ only
         ``gd`` and ``ngd`` are available (the others have no high-precision replay there, so a claim could not be
-        confirmed)."""
+        confirmed). ``K0``, ``Q0`` of shape (H,d,m) run the $H$-head model ``param="heads"`` ($u_i=\sum_h\gamma_i^\top
+        \mathbb S(X_iK_hQ_h^\top z_i)$; :attr:`Run.W` $=\sum_hK_hQ_h^\top$): float64 and the 50-digit replay, no ball
+        replay (:class:`Undecidable` in ball precision). ``normalize`` (``ngd`` on several factors): ``"per-factor"``
+        (per head for ``heads``) or ``"joint"``."""
         raw = _ds(ds)
         d = raw.d
         kq = K0 is not None or Q0 is not None
@@ -792,7 +796,10 @@ class Kit:
             raise ValueError("gd on (K, Q) needs both K0 and Q0")
         if kq and algo not in ("gd", "ngd"):
             raise ValueError(f"kit gd on (K, Q) supports algo 'gd' and 'ngd' only (no 50-digit replay of {algo!r})")
+        heads = kq and np.ndim(K0) == 3
         opts: dict[str, Any] = {"norm": norm, "q": q, "schedule": schedule}
+        if normalize != "per-factor":
+            opts["normalize"] = normalize
         if algo == "adam":
             opts.update(adam_betas=tuple(adam_betas), adam_eps=adam_eps)
         many = not kq and W0 is not None and np.ndim(W0) == 3
@@ -804,10 +811,12 @@ class Kit:
             else:
                 init = np.zeros((d, d)) if W0 is None else np.asarray(W0, dtype=np.float64)
             target = Dataset.stack([raw] * len(init)) if many else raw
-            extra = {"m": int(np.shape(K0)[1])} if kq else {}
+            extra: dict[str, Any] = {"m": int(np.shape(K0)[-1])} if kq else {}
+            if heads:
+                extra["heads"] = int(np.shape(K0)[0])
             res = gd_run(
                 target,
-                param="KQ" if kq else "W",
+                param="heads" if heads else "KQ" if kq else "W",
                 algo=algo,
                 lr=lr,
                 steps=int(steps),
@@ -825,6 +834,10 @@ class Kit:
             runs = [self.gd(raw, algo=algo, lr=lr, steps=steps, loss=loss, W0=w, **opts) for w in W0]
             return Run(np.stack([r.W for r in runs]), None, None, max(r.steps for r in runs), runs[0].lr)
         if self.ball:
+            if heads:
+                raise Undecidable("the ball GD replay has no multi-head model (param 'heads')")
+            if normalize != "per-factor":
+                raise Undecidable("the ball GD replay normalises per factor only")
             return self._gd_ball(raw, algo, lr, steps, loss, W0, K0, Q0, norm, q, schedule)
         from . import highprec as hpm
 
@@ -832,9 +845,19 @@ class Kit:
             if kq:
                 init = {"K": self._conv(K0).tolist(), "Q": self._conv(Q0).tolist()}
                 rep = hpm.replay(
-                    raw, init, param="KQ", algo=algo, lr=lr, steps=int(steps), loss=loss, dps=self.dps, **opts
+                    raw,
+                    init,
+                    param="heads" if heads else "KQ",
+                    algo=algo,
+                    lr=lr,
+                    steps=int(steps),
+                    loss=loss,
+                    dps=self.dps,
+                    **opts,
                 )
                 K, Q = (np.array(rep.final[k], dtype=object) for k in ("K", "Q"))
+                if heads:
+                    return Run(sum(K[h] @ Q[h].T for h in range(len(K))), K, Q, rep.taken, rep.lr)
                 return Run(K @ Q.T, K, Q, rep.taken, rep.lr)
             start = np.zeros((d, d)) if W0 is None else W0
             rep = hpm.replay(

@@ -150,7 +150,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         choices=list(PARAMS),
         default="W",
         help="what is trained: W (attention matrix), KQ (W = K Q^T, width --m), p (prompt), vp (head v and "
-        "prompt p jointly), diag (diagonal K, Q: W = diag(k * q)) (default: %(default)s)",
+        "prompt p jointly), diag (diagonal K, Q: W = diag(k * q)), heads (--heads H heads K_h, Q_h whose outputs "
+        "add up; W reported = sum_h K_h Q_h^T; --algo gd or ngd) (default: %(default)s)",
     )
     p.add_argument(
         "--algo",
@@ -185,7 +186,15 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument(
         "--steps", type=int, default=2000, metavar="N", help="number of updates per run (default: %(default)s)"
     )
-    p.add_argument("--m", type=int, default=None, help="width of K and Q for --param KQ (default: d)")
+    p.add_argument("--m", type=int, default=None, help="width of K and Q for --param KQ or heads (default: d)")
+    p.add_argument(
+        "--heads",
+        type=int,
+        default=None,
+        metavar="H",
+        help="number of heads of --param heads, a positive integer; ngd --normalize per-factor normalises each "
+        "head's K_h, Q_h separately (default: 2)",
+    )
     p.add_argument(
         "--minibatch",
         type=int,
@@ -370,7 +379,9 @@ def run(args: argparse.Namespace) -> int:
         **{o: getattr(args, o) for o in OPTIONS if getattr(args, o) is not None},
     )  # fmt: skip
     if args.record_every is not None:  # before anything is allocated or solved
-        nbytes = OUTPUT_FACTOR * trajectory_bytes(ds, args.steps, args.record_every, param=args.param, m=args.m)
+        nbytes = OUTPUT_FACTOR * trajectory_bytes(
+            ds, args.steps, args.record_every, param=args.param, m=args.m, heads=args.heads
+        )
         what = "the recorded trajectory and its output"
         require_trajectory_memory(nbytes, args.steps, args.record_every, option="--record-every", what=what)
     solver = None
@@ -403,6 +414,7 @@ def run(args: argparse.Namespace) -> int:
                 lr=_lr(args.lr),
                 steps=args.steps,
                 m=args.m,
+                heads=args.heads,
                 loss=args.loss,
                 init=_init(args.init, args.param),
                 init_scale=args.init_scale,

@@ -9,7 +9,8 @@ other, everything the engine needs to know about it:
 * its name, title and defining equation (``attsvm gd --help`` and docs/gd.md are written from them);
 * the :data:`OPTIONS` it reads (the settings fields besides ``schedule`` and ``ridge``, which every algorithm takes)
   and its rules between them (:attr:`Algorithm.rules`, e.g. ``nsd`` needs ``norm``; ``q`` with ``norm="lq"`` only);
-* the parameterisations it runs on (:data:`attsvm.gd.init.PARAMS` or a subset);
+* the parameterisations it runs on (default :data:`attsvm.gd.init.SINGLE_HEAD_PARAMS`; ``gd`` and ``ngd`` also run
+  the multi-head ``heads``: :data:`attsvm.gd.init.PARAMS`);
 * its optimizer state and its torch step (imported lazily: a module of this package imports no torch at import
   time, so listing, validating and replaying never load torch);
 * its step bound $c$, $\|\theta_{k+1}-\theta_k\|_F\le c\,\eta_k$ per factor, for the up-front range check
@@ -32,7 +33,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..registries import Check
-from .init import PARAMS
+from .init import PARAMS, SINGLE_HEAD_PARAMS
 from .options import NORMALIZE, NORMS
 
 __all__ = ["OPTIONS", "Algorithm", "Option", "finite_number"]
@@ -196,7 +197,7 @@ class Algorithm:
     step: Callable[..., Any]
     step_bound: Callable[..., float | None]
     options: tuple[str, ...] = ()
-    params: tuple[str, ...] = PARAMS
+    params: tuple[str, ...] = SINGLE_HEAD_PARAMS
     initial_state: Callable[..., Any] | None = None
     rules: Callable[[dict[str, Any], str], None] | None = None
     log_domain: bool = True

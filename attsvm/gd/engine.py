@@ -101,6 +101,7 @@ def run(
     lr: Any = 0.1,
     steps: int = 2000,
     m: int | None = None,
+    heads: int | None = None,
     loss: str | None = None,
     head: Any = None,
     init: Any = "zero",
@@ -123,7 +124,9 @@ def run(
     ``ridge``, ``schedule``, ``q``, ``norm``, ``normalize``, ``grad_eps``, ``adam_betas``, ``adam_eps``,
     ``momentum``, ``minibatch``) — one validation either way. ``minibatch`` $b$: update $k$ steps on the loss of the
     cyclic batch $B_k=\{(kb+j)\bmod n\}_{j<b}$ only, $\frac1b\sum_{i\in B_k}\ell_i$; records and stop rules stay
-    on the full data set (:class:`~attsvm.gd.spec.Settings`; the torch kernel).
+    on the full data set (:class:`~attsvm.gd.spec.Settings`; the torch kernel). ``heads``: the number of heads $H$ of
+    ``param="heads"`` (default :data:`~attsvm.gd.init.DEFAULT_HEADS`; :func:`~attsvm.gd.init.heads_of`), refused for
+    the other parameterisations.
 
     Returns a :class:`GDResult` whose arrays have a leading batch axis (B=1 for a single data set).
     ``threads``: CPU threads during the run (default 1: one thread per process is fastest on a shared machine;
@@ -146,15 +149,15 @@ def run(
         raise InputError("progress must be None or a callable progress(k, steps)")
     t0 = time.perf_counter()
     job = prepare(
-        ds, resolve_settings(settings, algo, param, options), param=param, lr=lr, steps=steps, m=m, loss=loss,
-        head=head, init=init, init_scale=init_scale, seed=seed, record_every=record_every, targets=targets,
+        ds, resolve_settings(settings, algo, param, options), param=param, lr=lr, steps=steps, m=m, heads=heads,
+        loss=loss, head=head, init=init, init_scale=init_scale, seed=seed, record_every=record_every, targets=targets,
         stop_corr=stop_corr, device=device, dtype=dtype, record_params=record_params,
     )  # fmt: skip
     if job.record_every is not None:  # before anything is allocated
         width = int(job.init["K"].shape[-1]) if "K" in job.init else None
         nbytes = trajectory_bytes(
             ds, job.steps, job.record_every, param=job.param, m=width, targets=len(job.targets),
-            record_params=job.record_params,
+            record_params=job.record_params, heads=job.heads,
         )  # fmt: skip
         require_trajectory_memory(nbytes, job.steps, job.record_every)
     fused = fused_applies(job)

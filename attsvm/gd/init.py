@@ -15,6 +15,8 @@ param         ``"zero"`` / ``"random"``
 ``p``         $p_0=0$ / $\sigma\,\mathcal N$
 ``vp``        $v_0=0,\ p_0=0$ / both $\sigma\,\mathcal N$
 ``diag``      $q_0=0,\ k_0=\sigma\,\mathcal N$ / both $\sigma\,\mathcal N$ ($W=\mathrm{diag}(k\odot q)$)
+``heads``     $Q_{h,0}=0,\ K_{h,0}=\sigma\,\mathcal N$ for every head / both $\sigma\,\mathcal N$ ($K,Q$ of shape
+              (H,d,m), ``heads`` $H$)
 ============  ==========================================================================
 
 ``"linear"``: every factor drawn as PyTorch's default ``nn.Linear`` weight (the authors' code, which keeps
@@ -57,6 +59,9 @@ class Parameterisation:
     attention: bool
     check: Check
     random_at_zero: str | None = None
+    #: its factors carry a leading head axis $H$ (``heads``: $K,Q$ of shape (H,d,m), the number of heads a setting,
+    #: :func:`heads_of`)
+    headed: bool = False
 
     @property
     def torch_gradient(self) -> str:
@@ -68,9 +73,11 @@ class Parameterisation:
         """$W$ is a product of factors (``KQ``, ``diag``)."""
         return self.attention and len(self.factors) > 1
 
-    def shapes(self, d: int, m: int) -> dict[str, tuple[int, ...]]:
-        """The factors' shapes (without the batch axis) for tokens of dimension ``d`` and width ``m``."""
-        return {k: f(d, m) for k, f in self.factors.items()}
+    def shapes(self, d: int, m: int, heads: int = 1) -> dict[str, tuple[int, ...]]:
+        """The factors' shapes (without the batch axis) for tokens of dimension ``d``, width ``m`` and, for a
+        :attr:`headed` parameterisation, ``heads`` heads (a leading axis)."""
+        lead = (int(heads),) if self.headed else ()
+        return {k: (*lead, *f(d, m)) for k, f in self.factors.items()}
 
     def target_shape(self, d: int) -> tuple[int, ...]:
         """The shape of what the run is compared with: $W$ (d,d) or $p$ (d,)."""
@@ -113,13 +120,43 @@ PARAMETERISATIONS = {
             Check("attsvm.highprec.model:grad_diag", "the 50-digit (diag(G) q, diag(G) k) at W = diag(k q)"),
             random_at_zero="k",
         ),
+        Parameterisation(
+            "heads",
+            {"K": lambda d, m: (d, m), "Q": lambda d, m: (d, m)},
+            True,
+            Check(
+                "attsvm.highprec.model:grad_heads",
+                "the 50-digit (G_h Q_h, G_h^T K_h) per head of the H-head model sum_h v^T X^T S(X K_h Q_h^T z)",
+            ),
+            random_at_zero="K",
+            headed=True,
+        ),
     )
 }
 PARAM_CHECKS = {name: p.check for name, p in PARAMETERISATIONS.items()}
 PARAMS = declare("gd.PARAMS", PARAM_CHECKS)
+#: the parameterisations of one attention head (every algorithm runs on these; ``heads`` only ``gd`` and ``ngd``)
+SINGLE_HEAD_PARAMS = tuple(p for p in PARAMS if not PARAMETERISATIONS[p].headed)
 #: the named initial laws (module docstring)
 INITS = ("zero", "random", "linear")
 DEFAULT_SCALE = 0.1
+#: the number of heads of ``param="heads"`` when none is given
+DEFAULT_HEADS = 2
+
+
+def heads_of(heads: Any, param: str) -> int:
+    r"""The validated number of heads $H$ of a run on ``param`` (:class:`~attsvm.errors.InputError` otherwise): a
+    positive integer for ``"heads"`` (``None``: :data:`DEFAULT_HEADS`); another parameterisation has one head and
+    takes no ``heads`` (``None`` or 1)."""
+    headed = PARAMETERISATIONS[param].headed if param in PARAMETERISATIONS else False
+    if heads is None:
+        return DEFAULT_HEADS if headed else 1
+    if isinstance(heads, bool) or not isinstance(heads, int | np.integer) or int(heads) < 1:
+        raise InputError(f"heads must be a positive integer, got {heads!r}")
+    if not headed and int(heads) != 1:
+        headed_params = [p.name for p in PARAMETERISATIONS.values() if p.headed]
+        raise InputError(f"heads applies to param {' and '.join(map(repr, headed_params))} only (got param {param!r})")
+    return int(heads)
 
 
 def _batched(name: str, a: Any, shape: tuple[int, ...], B: int) -> np.ndarray:
@@ -137,14 +174,22 @@ def _batched(name: str, a: Any, shape: tuple[int, ...], B: int) -> np.ndarray:
 
 
 def initial_params(
-    param: str, init: Any, B: int, d: int, m: int, seed: int = 0, init_scale: float | None = None
+    param: str,
+    init: Any,
+    B: int,
+    d: int,
+    m: int,
+    seed: int = 0,
+    init_scale: float | None = None,
+    heads: int | None = None,
 ) -> dict[str, np.ndarray]:
-    """The initial parameters as a dict of (B, ...) float64 arrays (keys W | K,Q | p | v,p)."""
+    """The initial parameters as a dict of (B, ...) float64 arrays (keys W | K,Q | p | v,p | k,q; ``heads``: K,Q
+    (B,H,d,m), H = :func:`heads_of`)."""
     sc = DEFAULT_SCALE if init_scale is None else float(init_scale)
     if not (np.isfinite(sc) and sc >= 0):
         raise InputError(f"init_scale must be a finite non-negative number, got {init_scale!r}")
     P = PARAMETERISATIONS[param]
-    shapes = P.shapes(d, m)
+    shapes = P.shapes(d, m, heads_of(heads, param))
     if isinstance(init, str):
         if init not in INITS:
             raise InputError(f"init must be one of {', '.join(INITS)}, an array or a dict, got {init!r}")

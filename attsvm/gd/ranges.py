@@ -192,7 +192,7 @@ def check_ranges(
         "field 'X'{w}: the scores Y v^T x cannot be represented in {dt}: max|x_it|*|v| = {val} > {lim}; rescale X or v",
     )
     # (K, Q): the factor gradients G Q, G^T K (max|G| < 1) are sums of d terms up to max|Q|, max|K|
-    wide = math.log(X.shape[-1]) if param == "KQ" else 0.0
+    wide = math.log(X.shape[-1]) if param in ("KQ", "heads") else 0.0
     for k, lr_k in lR.items():
         refuse(
             lr_k + wide,
@@ -207,7 +207,8 @@ def check_ranges(
             f"{drule} = {{val}} > {{lim}}; {fix}",
         )
     if PARAMETERISATIONS[param].attention:
-        lw = lR["W"] if param == "W" else lR["K"] + lR["Q"] if param == "KQ" else lR["k"] + lR["q"]
+        # heads: |sum_h K_h Q_h^T| <= sum_h |K_h||Q_h| <= |K||Q| (Cauchy-Schwarz over the heads)
+        lw = lR["W"] if param == "W" else lR["K"] + lR["Q"] if param in ("KQ", "heads") else lR["k"] + lR["q"]
         refuse(
             _log(zn) + lw,
             "fields 'X', 'Z'{w}: the logits x^T W z cannot be represented in {dt}: "

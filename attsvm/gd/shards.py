@@ -118,7 +118,7 @@ def plan(ds: Any, shards: int, **kwargs: Any) -> list[tuple[Any, dict[str, Any]]
     m = kwargs.get("m")
     th0 = initial_params(
         param, kwargs.get("init", "zero"), B, ds.d, ds.d if m is None else int(m), kwargs.get("seed", 0),
-        kwargs.get("init_scale"),
+        kwargs.get("init_scale"), kwargs.get("heads"),
     )  # fmt: skip
     return [(subset(ds, slice(a, b)), _shard_kwargs(kwargs, th0, B, a, b)) for a, b in shard_bounds(B, k)]
 

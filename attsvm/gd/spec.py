@@ -21,7 +21,7 @@ from ..data import Dataset
 from ..errors import InputError
 from .algorithm import OPTIONS, Algorithm, finite_number
 from .algos import ALGORITHMS, ALGOS
-from .init import PARAMETERISATIONS, PARAMS, initial_params
+from .init import PARAMETERISATIONS, PARAMS, heads_of, initial_params
 from .options import LOSSES, NTP_LOSS, NTP_SQUARE, SCHEDULES
 from .ranges import check_ranges
 
@@ -210,12 +210,14 @@ def trajectory_bytes(
     m: int | None = None,
     targets: int = 0,
     record_params: bool = False,
+    heads: int | None = None,
 ) -> int:
     r"""Bytes of the trajectory :func:`run` records for ``ds`` (B data sets of N flat rows, tokens of dimension d):
     $R=\lfloor\text{steps}/\text{record\_every}\rfloor+1$ rows (:class:`~attsvm.gd.summary.Recorder`), each
     the step (int64) and per data set ``loss``, ``norm`` and one ``corr:NAME`` per target (float64), per flat row
     ``selection`` (int64), ``max_softmax`` (float64) and ``stuck`` (bool), and with ``record_params`` the parameters
-    (float64; $W$ too for ``KQ`` and ``diag``; ``m`` the width of ``KQ``). Exact for a float64 run that no stop
+    (float64; $W$ too for ``KQ``, ``diag`` and ``heads``; ``m`` the width of ``KQ`` / ``heads``, ``heads`` their
+    number). Exact for a float64 run that no stop
     rule ends early (tested), an upper bound otherwise; 0 without ``record_every``."""
     if record_every is None:
         return 0
@@ -225,7 +227,7 @@ def trajectory_bytes(
     per_set = 8 * (2 + int(targets)) + N * (8 + 8 + 1)
     if record_params:
         P = PARAMETERISATIONS[param]
-        shapes = list(P.shapes(d, d if m is None else int(m)).values())
+        shapes = list(P.shapes(d, d if m is None else int(m), heads_of(heads, param)).values())
         shapes += [(d, d)] if P.factored else []
         per_set += 8 * sum(int(np.prod(s)) for s in shapes)
     return (int(steps) // int(record_every) + 1) * (8 + B * per_set)
@@ -299,6 +301,7 @@ class Job:
     record_params: bool
     device: Any
     dtype: str
+    heads: int = 1  # the number of heads (param ``heads``; 1 otherwise)
 
     def check_ranges(self, head: Any = None) -> None:
         """:func:`~attsvm.gd.ranges.check_ranges` for this run (``head``: the head on the device, if any)."""
@@ -331,6 +334,7 @@ def prepare(
     lr: Any = 0.1,
     steps: int = 2000,
     m: int | None = None,
+    heads: int | None = None,
     loss: str | None = None,
     head: Any = None,
     init: Any = "zero",
@@ -351,6 +355,9 @@ def prepare(
         raise InputError("ds must be an attsvm Dataset or next-token data (attsvm.ntp.NTPData)")
     if param not in PARAMS:
         raise InputError(f"param must be one of {PARAMS}, got {param!r}")
+    H = heads_of(heads, param)
+    if PARAMETERISATIONS[param].headed and (ntp or head is not None):
+        raise InputError(f"param {param!r} trains the linear head of the data (v fixed): no head, no next-token data")
     square = isinstance(head, str) and head == NTP_SQUARE
     if loss is None:
         loss = ("correlation" if square else NTP_LOSS) if ntp else "logistic"
@@ -390,11 +397,12 @@ def prepare(
         head=head,
         steps=steps,
         lr=lr_of(lr, B, ds, loss),
-        init=initial_params(param, init, B, d, mw, seed, init_scale),
+        init=initial_params(param, init, B, d, mw, seed, init_scale, H),
         targets=targets_of(targets, param, B, d),
         stop_corr=None if stop_corr is None else float(stop_corr),
         record_every=None if record_every is None else int(record_every),
         record_params=bool(record_params),
         device=device,
         dtype=dtype,
+        heads=H,
     )

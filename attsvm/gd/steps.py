@@ -4,7 +4,9 @@ the modules of :mod:`attsvm.gd.algos` (their equations are there).
 
 Parameters $\theta$ are a dict of tensors: ``{"W"}``, ``{"K","Q"}`` ($W=KQ^\top$), ``{"k","q"}`` (diagonal
 factors, $W=\mathrm{diag}(k\odot q)$, $\nabla_k=\mathrm{diag}(\nabla\mathcal L(W))\odot q$,
-$\nabla_q=\mathrm{diag}(\nabla\mathcal L(W))\odot k$), ``{"p"}`` or ``{"v","p"}``.
+$\nabla_q=\mathrm{diag}(\nabla\mathcal L(W))\odot k$), ``{"p"}`` or ``{"v","p"}``, and for ``heads`` ``{"K","Q"}`` of
+shape (B,H,d,m): $H$ heads whose outputs add up, $u_i=\sum_h\gamma_i^\top s_{ih}$,
+$s_{ih}=\mathbb S(X_iK_hQ_h^\top z_i)$ (:func:`forward_heads`, :func:`gradients_heads`).
 
 Step sizes (``schedule``): ``"constant"`` $\eta_k=\eta$, or ``"rsqrt"`` $\eta_k=\eta_0(k+1)^{-1/2}$ for update
 $k=0,1,\dots$ (:func:`step_size`; every algorithm). A factor whose gradient is exactly zero takes no step (never
@@ -97,10 +99,15 @@ class Problem:
 
 
 def W_of(th: dict[str, torch.Tensor]) -> torch.Tensor:
-    r"""The attention matrix: ``W``, $KQ^\top$ or $\mathrm{diag}(k\odot q)$."""
+    r"""The attention matrix: ``W``, $KQ^\top$ or $\mathrm{diag}(k\odot q)$; for ``heads`` (factors (B,H,d,m)) the
+    sum of the heads' matrices $\sum_hK_hQ_h^\top$ (what is reported and compared; the model's scores are per
+    head)."""
     if "k" in th:
         return torch.diag_embed(th["k"] * th["q"])
-    return th["W"] if "W" in th else torch.matmul(th["K"], th["Q"].transpose(-1, -2))
+    if "W" in th:
+        return th["W"]
+    KQ = torch.matmul(th["K"], th["Q"].transpose(-1, -2))
+    return KQ.sum(1) if th["K"].dim() == 4 else KQ
 
 
 def forward(P: Problem, th: dict[str, torch.Tensor]):
@@ -109,6 +116,8 @@ def forward(P: Problem, th: dict[str, torch.Tensor]):
     :func:`W_of` (B,d,d) it used (formed once per step, also for the records and the ``target_corr`` rule;
     ``None`` for ``p`` / ``vp``)."""
     D = P.D
+    if PARAMETERISATIONS[P.param].headed:
+        return forward_heads(P, th)
     W = W_of(th) if PARAMETERISATIONS[P.param].attention else None
     a = logits_p(D.X, th["p"]) if W is None else logits_W(D.X, W, D.Z, D.XT)
     logs, e, lz, top = log_softmax_parts(a, D.mask)
@@ -119,6 +128,33 @@ def forward(P: Problem, th: dict[str, torch.Tensor]):
     return logs, u, ghat, (e, lz, top), W
 
 
+def forward_heads(P: Problem, th: dict[str, torch.Tensor]):
+    r""":func:`forward` of ``heads``: $H$ heads, $a_{iht}=x_{it}^\top K_hQ_h^\top z_i$, $s_{ih}=\mathbb S(a_{ih})$, the
+    outputs added, $u_i=\sum_h\gamma_i^\top s_{ih}$ (linear head, fixed scores). Returns :func:`forward`'s
+    ``(log s, u, scores, None, W)`` — $\log s$ of the heads' mean attention $\bar s_i=\frac1H\sum_hs_{ih}$ (so
+    $u_i=H\gamma_i^\top\bar s_i$; the selection and ``stuck`` are read from it) and $W=\sum_hK_hQ_h^\top$ — and a
+    sixth item, the heads' rows for the gradient: ``(log s, u, parts, H)`` with the rows $(h,i)$ side by side,
+    (B,H·N,T), $u_i$ repeated per head (:func:`scaled_gradients`)."""
+    D = P.D
+    K, Q = th["K"], th["Q"]
+    B, H = K.shape[0], K.shape[1]
+    Wh = torch.matmul(K, Q.transpose(-1, -2))  # (B,H,d,d)
+    Wz = torch.matmul(D.Z.unsqueeze(1), Wh.transpose(-1, -2))  # (B,H,N,d): rows W_h z_i
+    a = torch.matmul(D.X.unsqueeze(1), Wz.unsqueeze(-1)).squeeze(-1)  # (B,H,N,T)
+    logs, e, lz, top = log_softmax_parts(a, None if D.mask is None else D.mask.unsqueeze(1))
+    s = e * torch.exp(-lz)
+    u = (s * D.gamma.unsqueeze(1)).sum(-1).sum(1)  # (B,N): the heads' outputs added
+    mean = torch.logsumexp(logs, dim=1) - math.log(H)  # log of the heads' mean attention (B,N,T)
+    NH = H * D.N
+    rows = (
+        logs.reshape(B, NH, -1),
+        u.repeat(1, H),  # row h*N + i holds u_i
+        (e.reshape(B, NH, -1), lz.reshape(B, NH, 1), top.reshape(B, NH, 1)),
+        H,
+    )
+    return mean, u, D.gamma, None, Wh.sum(1), rows
+
+
 def scaled_gradients(P: Problem, th: dict[str, torch.Tensor], fw, log_domain: bool):
     r"""Loss gradients per factor as ``(G, M, E)``: $\nabla_k\mathcal L=e^{M_k}\,2^{E_k}\,\hat G_k$ with
     $\max|\hat G_k|\in[\tfrac12,1)$ (or $\hat G_k=0$); ``M`` (B,) float log-scales (0 in the plain mode),
@@ -127,12 +163,19 @@ def scaled_gradients(P: Problem, th: dict[str, torch.Tensor], fw, log_domain: bo
     (:attr:`~attsvm.gd.init.Parameterisation.torch_gradient`, e.g. :func:`gradients_KQ`)."""
     logs, u, ghat, parts = fw[:4]
     D = P.D
+    tile = lambda g: g  # noqa: E731
+    bt = P.batch
+    if len(fw) > 5:  # heads: the token weights of every head's rows (h, i) at once (:func:`forward_heads`)
+        logs, u, parts, H = fw[5]
+        tile = lambda g: g.repeat(1, H, 1)  # noqa: E731
+        if bt is not None:  # the mini-batch rows of every head (rows folded head-major, as tile)
+            bt = (bt[0].repeat(H), bt[1])
     if log_domain:
         gs, ew = (P.gs, P.eg) if P.fixed_scores else normalise(ghat)
-        w, M = token_weights_logdomain(logs, gs, u, P.loss, parts, batch=P.batch)
+        w, M = token_weights_logdomain(logs, tile(gs), u, P.loss, parts, batch=bt)
     else:  # the plain float weights, underflowing exactly where float64 does (the "underflow" stop)
         gs, ew = (P.gs, P.eg) if P.fixed_scores else (ghat, torch.zeros_like(P.ex))
-        w = token_weights(logs, gs, u, P.loss, batch=P.batch)
+        w = token_weights(logs, tile(gs), u, P.loss, batch=bt)
         M = torch.zeros(D.B, dtype=D.X.dtype, device=D.X.device)
     return P.chain(P, th, fw, w, M, ew, log_domain)
 
@@ -173,6 +216,26 @@ def gradients_diag(P: Problem, th: dict[str, torch.Tensor], fw, w, M, ew, log_do
     torch.mul(gd, th["k"], out=both[B:])
     g2, e2 = normalise(both)
     return {"k": g2[:B], "q": g2[B:]}, {"k": M, "q": M}, {"k": E + e2[:B], "q": E + e2[B:]}
+
+
+def gradients_heads(P: Problem, th: dict[str, torch.Tensor], fw, w, M, ew, log_domain: bool):
+    r"""``heads``: per head $(G_hQ_h,\ G_h^\top K_h)$, $G_h=\frac1N\sum_i\ell'(u_i)X_i^\top(\mathrm{diag}(s_{ih})-
+    s_{ih}s_{ih}^\top)\gamma_iz_i^\top$ — the single-head gradient at $W_h=K_hQ_h^\top$ with the *shared* output
+    $u_i=\sum_h\gamma_i^\top s_{ih}$. ``w`` are the token weights of the rows $(h,i)$ (B,H·N,T), formed over $H\cdot N$
+    rows (so times $H$ here); one power of two per data set over all heads (the heads' log-scale $M$ is shared), then
+    $G_hQ_h$, $G_h^\top K_h$ normalised together as :func:`gradients_KQ`."""
+    K, Q = th["K"], th["Q"]
+    B, H = K.shape[0], K.shape[1]
+    wh = (w * H).view(B, H, P.D.N, -1)
+    XT = P.XTs if P.XTs is not None else P.Xs.transpose(-1, -2)
+    U = torch.matmul(XT.unsqueeze(1), wh.unsqueeze(-1)).squeeze(-1)  # (B,H,N,d): sum_t w_hit x_it
+    G, eG = normalise(torch.matmul(U.transpose(-1, -2), P.Zs.unsqueeze(1)))  # (B,H,d,d)
+    E = ew + P.ex + P.ez + eG
+    both = torch.empty((2 * B, *Q.shape[1:]), dtype=G.dtype, device=G.device)
+    torch.matmul(G, Q, out=both[:B])
+    torch.matmul(G.transpose(-1, -2), K, out=both[B:])
+    g2, e2 = normalise(both)
+    return {"K": g2[:B], "Q": g2[B:]}, {"K": M, "Q": M}, {"K": E + e2[:B], "Q": E + e2[B:]}
 
 
 def gradients_p(P: Problem, th: dict[str, torch.Tensor], fw, w, M, ew, log_domain: bool):

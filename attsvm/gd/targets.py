@@ -28,7 +28,7 @@ def _num(x: float) -> float | None:
 
 
 #: the SVM whose solution --target compares with, by --param
-SVM_OF_PARAM = {"W": "fro", "KQ": "nuc", "p": "prompt"}
+SVM_OF_PARAM = {"W": "fro", "KQ": "nuc", "heads": "nuc", "p": "prompt"}
 
 
 class SVMTargets:

@@ -15,7 +15,11 @@ for $\theta=W$ (cross, self, sequence, causal data), $\theta=(K,Q)$ with $W=KQ^\
 gradients at $(K_k,Q_k)$), $\theta=p$ (prompt attention, head $v$ fixed), $\theta=(v,p)$ (both factors from the
 gradients at $(v_k,p_k)$) and the diagonal factors $\theta=(k,q)$ with $W=\mathrm{diag}(k\odot q)$
 (:func:`~attsvm.highprec.model.grad_diag`). ``ngd`` with ``normalize="joint"`` divides every factor by the norm of
-the whole gradient, $\|g_k\|=(\sum_j\|g_{k,j}\|_F^2)^{1/2}$. On every parameterisation, per factor:
+the whole gradient, $\|g_k\|=(\sum_j\|g_{k,j}\|_F^2)^{1/2}$. ``heads`` ($H$ heads, $K,Q$ (H,d,m), the outputs
+$u_i=\sum_h\gamma_i^\top\mathbb S(X_iK_hQ_h^\top z_i)$ added, :func:`~attsvm.highprec.model.grad_heads`) is
+replayed with every head's $K_h$, $Q_h$ a factor of its own (``K0``, ``Q0``, ``K1``, ...), so ``ngd`` per factor
+normalises each head separately and ``joint`` by the norm of all heads' gradients; ``final`` and ``recorded`` hold
+them as ``{"K", "Q"}`` [H][d][m] again. On every parameterisation, per factor:
 
 .. math::
     \texttt{nsd}:\ \theta_{k+1}=\theta_k-\eta_k\Delta_k,\quad\Delta_k=\arg\max_{\|\Delta\|\le1}\langle g_k,\Delta\rangle
@@ -114,6 +118,7 @@ from .model import (
     data,
     frob,
     grad_diag,
+    grad_heads,
     grad_KQ,
     grad_vp,
     grad_W,
@@ -147,7 +152,7 @@ __all__ = [
 ]
 
 #: the parameterisations replayed here (those of :data:`attsvm.gd.init.PARAMS`)
-PARAMS = ("W", "KQ", "p", "vp", "diag")
+PARAMS = ("W", "KQ", "p", "vp", "diag", "heads")
 #: how ``ngd`` normalises several factors, as :data:`attsvm.gd.options.NORMALIZE`
 NORMALIZE = ("per-factor", "joint")
 #: the norms of ``nsd`` (:func:`nsd_direction`), as :data:`attsvm.gd.NORMS`
@@ -405,6 +410,14 @@ def _init(param: str, init: Any, d: int) -> dict[str, Any]:
             raise ValueError("param 'KQ' needs init={'K': ..., 'Q': ...}")
         m = np.shape(to_numpy(init["K"]))[-1]
         return {"K": conv(init["K"], (d, m)), "Q": conv(init["Q"], (d, m))}
+    if param == "heads":
+        if not (isinstance(init, dict) and set(init) == {"K", "Q"}):
+            raise ValueError("param 'heads' needs init={'K': ..., 'Q': ...} of shape (H, d, m)")
+        shape = np.shape(to_numpy(init["K"]))
+        if len(shape) != 3:
+            raise ValueError(f"param 'heads' needs K, Q of shape (H, d, m), got {shape}")
+        K, Q = conv(init["K"], (*shape[:1], d, shape[2])), conv(init["Q"], (*shape[:1], d, shape[2]))
+        return {f"{n}{h}": A[h] for h in range(shape[0]) for n, A in (("K", K), ("Q", Q))}
     if param == "diag":
         if not (isinstance(init, dict) and set(init) == {"k", "q"}):
             raise ValueError("param 'diag' needs init={'k': ..., 'q': ...} (the diagonal factors, W = diag(k q))")
@@ -423,6 +436,10 @@ def _gradients(D: HPData, param: str, th: dict[str, Any], loss_: str, dps: int) 
     if param == "diag":
         gk, gq = grad_diag(D, th["k"], th["q"], loss_, dps)
         return {"k": gk, "q": gq}
+    if param == "heads":
+        H = len(th) // 2
+        gK, gQ = grad_heads(D, [th[f"K{h}"] for h in range(H)], [th[f"Q{h}"] for h in range(H)], loss_, dps)
+        return {n: g for h in range(H) for n, g in ((f"K{h}", gK[h]), (f"Q{h}", gQ[h]))}
     v = th.get("v", D.v)
     gv, gp = grad_vp(D, v, th["p"], loss_, dps)
     return {"p": gp} if param == "p" else {"v": gv, "p": gp}
@@ -705,7 +722,16 @@ def replay(
                 rep.steps.append(k + 1)
                 rep.recorded.append(th)
         rep.final = th
+        if param == "heads":  # the heads' factors as {"K", "Q"} [H][d][m] again
+            rep.final = _stack_heads(th)
+            rep.recorded = [_stack_heads(t) for t in rep.recorded]
         return rep
+
+
+def _stack_heads(th: dict[str, Any]) -> dict[str, Any]:
+    """``{"K0", "Q0", "K1", ...}`` to ``{"K": [K_0, K_1, ...], "Q": [...]}``."""
+    H = len(th) // 2
+    return {n: [th[f"{n}{h}"] for h in range(H)] for n in ("K", "Q")}
 
 
 # ---------------------------------------------------------------------- the regularisation path at 50 digits

@@ -63,6 +63,9 @@ __all__ = [
     "grad_W",
     "grad_KQ",
     "grad_diag",
+    "heads_outputs",
+    "loss_heads",
+    "grad_heads",
     "gradient_shares",
     "prompt_outputs",
     "grad_p",
@@ -424,6 +427,55 @@ def grad_diag(ds: Dataset | HPData, k: Any, q: Any, loss: str = "logistic", dps:
         W = [[km[a] * qm[a] if a == b else mpmath.mpf(0) for b in range(d)] for a in range(d)]
         G = grad_W(ds, W, loss, dps)
         return [G[a][a] * qm[a] for a in range(d)], [G[a][a] * km[a] for a in range(d)]
+
+
+def heads_outputs(ds: Dataset | HPData, K: Any, Q: Any, dps: int = DPS) -> tuple[list, MP, list]:
+    r"""The $H$-head model at ``dps`` digits, from its definition: $s_{ih}=\mathbb S(X_iK_hQ_h^\top z_i)$ per head,
+    $\gamma_{it}=Y_iv^\top x_{it}$ and the outputs added over the heads, $u_i=\sum_h\sum_ts_{iht}\gamma_{it}$.
+    ``K``, ``Q``: (H,d,m) float64 arrays (exact) or nested ``mpf``. Returns ``(s, gamma, u)``, ``s`` [H][N][T]."""
+    D = data(ds)
+    with mp.workdps(dps):
+        Km, Qm = as_mp(K), as_mp(Q)
+        g = scores(D.X, D.Y, D.v) if D.gamma is None else D.gamma
+        s = []
+        for Kh, Qh in zip(Km, Qm):
+            a = logits(D.X, matmul(Kh, transpose(Qh)), D.Z)
+            s.append([softmax(ai, vi) for ai, vi in zip(a, D.vis)])
+        u = [mp.fsum(sh[i][t] * g[i][t] for sh in s for t in D.vis[i]) for i in range(D.N)]
+        return s, g, u
+
+
+def loss_heads(ds: Dataset | HPData, K: Any, Q: Any, loss: str = "logistic", dps: int = DPS) -> mpmath.mpf:
+    r"""$\mathcal L(K,Q)=\frac1n\sum_i\ell(u_i)$ of the $H$-head model (:func:`heads_outputs`) at ``dps`` digits."""
+    with mp.workdps(dps):
+        _, _, u = heads_outputs(ds, K, Q, dps)
+        return mp.fsum(loss_value(x, loss) for x in u) / len(u)
+
+
+def grad_heads(ds: Dataset | HPData, K: Any, Q: Any, loss: str = "logistic", dps: int = DPS) -> tuple[MP, MP]:
+    r"""$(\nabla_{K_h}\mathcal L,\nabla_{Q_h}\mathcal L)_h=(G_hQ_h,\ G_h^\top K_h)$ of the $H$-head model at ``dps``
+    digits, from the chain rule: $\partial u_i/\partial a_{iht}=s_{iht}(\gamma_{it}-s_{ih}^\top\gamma_i)$, so
+    $G_h=\frac1n\sum_i\ell'(u_i)\,X_i^\top r_{ih}z_i^\top$ with $r_{iht}=s_{iht}\sum_\tau s_{ih\tau}(\gamma_{it}-
+    \gamma_{i\tau})$ and the shared $u_i$. Returns two [H][d][m] lists."""
+    D = data(ds)
+    with mp.workdps(dps):
+        Km, Qm = as_mp(K), as_mp(Q)
+        s, g, u = heads_outputs(D, Km, Qm, dps)
+        c = [loss_derivative(u[i], loss) / D.N for i in range(D.N)]
+        gK, gQ = [], []
+        for h, (Kh, Qh) in enumerate(zip(Km, Qm)):
+            sh = s[h]
+            G = [[mpmath.mpf(0)] * D.d for _ in range(D.d)]
+            for i in range(D.N):
+                vis = D.vis[i]
+                r = {t: sh[i][t] * mp.fsum(sh[i][k] * (g[i][t] - g[i][k]) for k in vis) for t in vis}
+                xr = [c[i] * mp.fsum(r[t] * D.X[i][t][j] for t in vis) for j in range(D.d)]
+                for a in range(D.d):
+                    for b in range(D.d):
+                        G[a][b] += xr[a] * D.Z[i][b]
+            gK.append(matmul(G, Qh))
+            gQ.append(matmul(transpose(G), Kh))
+        return gK, gQ
 
 
 def prompt_outputs(ds: Dataset | HPData, p: Any, v: Any = None, dps: int = DPS) -> tuple[MP, MP, list]:

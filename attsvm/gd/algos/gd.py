@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..algorithm import Algorithm
+from ..init import PARAMS
 
 
 def step(S: Any, P: Any, th: dict, fw: Any, lr: Any, state: Any, k: int) -> tuple[dict, None, Any]:
@@ -31,5 +32,6 @@ ALGORITHM = Algorithm(
     step=step,
     step_bound=lambda shape, S, steps: None,
     log_domain=False,
+    params=PARAMS,
     stops="the update is lost in floating point for every factor (a fixed point of the float iteration)",
 )

@@ -20,11 +20,14 @@ import math
 from typing import Any
 
 from ..algorithm import Algorithm
+from ..init import PARAMS
 
 
-def normalised_steps(parts: dict, lr: Any, normalize: str, grad_eps: float) -> tuple[dict, Any]:
+def normalised_steps(parts: dict, lr: Any, normalize: str, grad_eps: float, headed: bool = False) -> tuple[dict, Any]:
     r"""The steps $\eta\,g_j/(\|g_j\|+\epsilon)$ (per factor) or $\eta\,g_j/(\|g\|+\epsilon)$ (joint) from the
-    :func:`~attsvm.gd.steps.log_scaled` parts, and the (B,) flag "every factor's gradient is exactly zero"."""
+    :func:`~attsvm.gd.steps.log_scaled` parts, and the (B,) flag "every factor's gradient is exactly zero".
+    ``headed`` (factors (B,H,...), param ``heads``): "per factor" is per head, each $K_h$, $Q_h$ normalised by its
+    own norm (per-head normalisation); joint stays the norm of all heads' factors together."""
     import torch
 
     from .. import steps as st
@@ -54,6 +57,8 @@ def normalised_steps(parts: dict, lr: Any, normalize: str, grad_eps: float) -> t
             fac = torch.where(nrms[k] > 0, lr * w[k] / (nrms[k].clamp(min=tiny) * den.clamp(min=tiny)), 0.0)
             out[k] = st.bshape(fac, g) * g
         return out, zero
+    if headed:
+        return {k: _per_head(g, L, lr, grad_eps, tiny) for k, (g, L) in parts.items()}, zero
     for k, (g, L) in parts.items():
         nrm = nrms[k]
         den = nrm + grad_eps * torch.exp(-L) if grad_eps > 0 else nrm
@@ -61,13 +66,26 @@ def normalised_steps(parts: dict, lr: Any, normalize: str, grad_eps: float) -> t
     return out, zero
 
 
+def _per_head(g: Any, L: Any, lr: Any, grad_eps: float, tiny: float) -> Any:
+    r"""$\eta\,\hat g_h/(\|\hat g_h\|+\epsilon e^{-L})$ for each head $h$ of a (B,H,...) factor (a zero head takes no
+    step)."""
+    import torch
+
+    nrm = torch.linalg.vector_norm(g.flatten(2), dim=-1)  # (B,H)
+    den = nrm + grad_eps * torch.exp(-L).unsqueeze(-1) if grad_eps > 0 else nrm
+    fac = torch.where(nrm > 0, lr.unsqueeze(-1) / den.clamp(min=tiny), 0.0)
+    return fac.view(*fac.shape, *([1] * (g.dim() - 2))) * g
+
+
 def step(S: Any, P: Any, th: dict, fw: Any, lr: Any, state: Any, k: int) -> tuple[dict, None, Any]:
     """The normalised step; the log-scales only enter through the ridge, the normaliser's epsilon or a joint norm."""
     from .. import steps as st
+    from ..init import PARAMETERISATIONS
 
     G, M, E = st.scaled_gradients(P, th, fw, log_domain=True)
     scales = S.grad_eps > 0 or (S.normalize == "joint" and len(G) > 1)
-    moves, zero = normalised_steps(st.log_scaled(G, M, E, th, S.ridge, scales), lr, S.normalize, S.grad_eps)
+    headed = PARAMETERISATIONS[P.param].headed
+    moves, zero = normalised_steps(st.log_scaled(G, M, E, th, S.ridge, scales), lr, S.normalize, S.grad_eps, headed)
     return {k_: th[k_] - s for k_, s in moves.items()}, None, zero
 
 
@@ -77,7 +95,9 @@ ALGORITHM = Algorithm(
     equation="W_k+1 = W_k - lr_k G/||G||_F, per factor (log-domain direction G)",
     replay="attsvm.highprec.gd:ngd_step",
     step=step,
-    step_bound=lambda shape, S, steps: 1.0,  # also joint: each factor's share is at most 1
+    # also joint: each factor's share is at most 1; per head (param heads, a (H,d,m) factor) sqrt(H)
+    step_bound=lambda shape, S, steps: math.sqrt(shape[0]) if len(shape) == 3 and S.normalize != "joint" else 1.0,
+    params=PARAMS,
     options=("normalize", "grad_eps"),
     fused=True,
 )
