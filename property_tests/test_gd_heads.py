@@ -155,3 +155,45 @@ def test_cli_heads(tmp_path, data, capsys):
     assert main(["gd", str(f), "--param", "heads", "--heads", "3", "--m", "2", "--steps", "3", "--json"]) == 0
     run = json.loads(capsys.readouterr().out)["runs"][0]
     assert np.shape(run["K"]) == np.shape(run["Q"]) == (3, data.d, 2) and np.shape(run["W"]) == (data.d, data.d)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("run", [1, 19])
+def test_nuclear_conjecture_failing_runs_replayed_at_50_digits(run):
+    """The runs of ``kq-heads-nuclear`` (seed 0) whose heads end on different selections, replayed at 50 digits for
+    the claim's 2000 jointly normalised steps. The float64 run is the replay's (``replay_rtol``) over the first 500
+    steps; later the two part (the loss is flat, the normalised direction of a vanishing gradient amplifies rounding:
+    each float64 step is still the 50-digit step of its own iterate to ~1e-13), but the replay ends where the float64
+    run does: the heads' own selections differ, and W = sum_h K_h Q_h^T is not near the Att-SVM* optimum of the
+    heads' mean selection (no positive margin, or an excess far above eps = 0.05). ~25 s."""
+    from attsvm import strategies
+    from attsvm.svm.constraints import build
+    from attsvm.svm.nuclear import solve_nuclear
+
+    def verdict(K, Q):
+        S = [hp.to_numpy(sh) for sh in heads_outputs(ds, K, Q)[0]]
+        own = [np.argmax(x, axis=-1) for x in S]
+        mean = np.argmax(np.mean(S, axis=0), axis=-1)
+        Kn, Qn = hp.to_numpy(K), hp.to_numpy(Q)
+        W = sum(Kh @ Qh.T for Kh, Qh in zip(Kn, Qn))
+        sol = solve_nuclear(ds, mean)
+        assert sol.status == "optimal"
+        m = build(ds, mean).margins(W).min()
+        excess = np.linalg.svd(W / m, compute_uv=False).sum() / float(sol.objective) - 1.0 if m > 0 else np.inf
+        return own, mean, excess
+
+    ds = strategies.batch("paper", 24, seed=0, n=3, T=4, d=4)[run]
+    kw = {"algo": "ngd", "normalize": "joint", "lr": 0.1, "steps": 2000}
+    th = initial_params("heads", "zero", 24, 4, 4, seed=0, init_scale=0.1, heads=2)  # the claim's batch draw
+    start = {"K": th["K"][run], "Q": th["Q"][run]}
+    res = gd.run(ds, param="heads", heads=2, init=start, record_every=500, record_params=True, **kw)
+    rep = hp.replay(ds, start, param="heads", record_every=500, **kw)
+    assert rep.taken == 2000 and rep.steps[1] == 500
+    for name in ("K", "Q"):
+        want = hp.to_numpy(rep.recorded[1][name])
+        assert np.linalg.norm(res.trajectory[name][1, 0] - want) <= tol("replay_rtol") * np.linalg.norm(want)
+    own64, mean64, ex64 = verdict(res.K[0], res.Q[0])
+    own, mean, excess = verdict(rep.final["K"], rep.final["Q"])
+    assert not np.array_equal(own[0], own[1]) and not np.array_equal(own64[0], own64[1])
+    np.testing.assert_array_equal(mean, res.selection[0])
+    assert excess > 10 * 0.05 and ex64 > 10 * 0.05
