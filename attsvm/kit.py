@@ -786,9 +786,9 @@ class Kit:
         proved and the radii watched, else :class:`Undecidable` — so are the other algorithms). On $(K,Q)$ only
         ``gd`` and ``ngd`` are available (the others have no high-precision replay there, so a claim could not be
         confirmed). ``K0``, ``Q0`` of shape (H,d,m) run the $H$-head model ``param="heads"`` ($u_i=\sum_h\gamma_i^\top
-        \mathbb S(X_iK_hQ_h^\top z_i)$; :attr:`Run.W` $=\sum_hK_hQ_h^\top$): float64 and the 50-digit replay, no ball
-        replay (:class:`Undecidable` in ball precision). ``normalize`` (``ngd`` on several factors): ``"per-factor"``
-        (per head for ``heads``) or ``"joint"``."""
+        \mathbb S(X_iK_hQ_h^\top z_i)$; :attr:`Run.W` $=\sum_hK_hQ_h^\top$): float64, the 50-digit replay and the ball
+        replay :func:`attsvm.ball.heads.replay` (``gd``, ``ngd``). ``normalize`` (``ngd`` on several factors):
+        ``"per-factor"`` (per head for ``heads``) or ``"joint"``."""
         raw = _ds(ds)
         d = raw.d
         kq = K0 is not None or Q0 is not None
@@ -835,7 +835,21 @@ class Kit:
             return Run(np.stack([r.W for r in runs]), None, None, max(r.steps for r in runs), runs[0].lr)
         if self.ball:
             if heads:
-                raise Undecidable("the ball GD replay has no multi-head model (param 'heads')")
+                hr = _ball().heads.replay(
+                    self.data(raw),
+                    self._conv(K0),
+                    self._conv(Q0),
+                    algo=algo,
+                    lr=lr,
+                    steps=int(steps),
+                    loss=loss,
+                    normalize=normalize,
+                    schedule=schedule,
+                    prec=self.prec,
+                )
+                K, Q = hr.final["K"], hr.final["Q"]
+                with self.context():
+                    return Run(sum(K[h] @ Q[h].T for h in range(len(K))), K, Q, hr.taken, hr.lr)
             if normalize != "per-factor":
                 raise Undecidable("the ball GD replay normalises per factor only")
             return self._gd_ball(raw, algo, lr, steps, loss, W0, K0, Q0, norm, q, schedule)

@@ -197,3 +197,23 @@ def test_nuclear_conjecture_failing_runs_replayed_at_50_digits(run):
     assert not np.array_equal(own[0], own[1]) and not np.array_equal(own64[0], own64[1])
     np.testing.assert_array_equal(mean, res.selection[0])
     assert excess > 10 * 0.05 and ex64 > 10 * 0.05
+
+
+@pytest.mark.parametrize("kw", [{"algo": "gd"}, {"algo": "ngd"}, {"algo": "ngd", "normalize": "joint"}])
+def test_ball_replay_encloses_the_100_digit_replay(data, kw):
+    """The ball replay of the heads model (``Kit("ball").gd`` with (H,d,m) factors, :mod:`attsvm.ball.heads`) holds
+    the 100-digit replay's iterates (written independently) after 6 steps, with radii far below float64's."""
+    from attsvm.ball.numbers import mid_mpf
+    from attsvm.kit import Kit
+
+    th = _start(2, data.d, 2, seed=13)
+    run = Kit("ball", 256).gd(data, lr=0.1, steps=6, K0=th["K"], Q0=th["Q"], **kw)
+    rep = hp.replay(data, th, param="heads", lr=0.1, steps=6, dps=100, **kw)
+    assert run.steps == rep.taken == 6 and run.K.shape == (2, data.d, 2)
+    with mpmath.workdps(100):
+        for name in ("K", "Q"):
+            balls, want = getattr(run, name), rep.final[name]
+            for idx in np.ndindex(balls.shape):
+                b, x = balls[idx], want[idx[0]][idx[1]][idx[2]]
+                assert abs(mid_mpf(b) - x) <= mpmath.mpf(float(b.rad())) + mpmath.mpf("1e-90"), (name, idx)
+                assert float(b.rad()) < 1e-60

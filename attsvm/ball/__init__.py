@@ -20,11 +20,13 @@ Mirrors :mod:`attsvm.highprec` (which is 50-digit mpmath, not rigorous)::
 * :mod:`.jet` — forward-mode differentiation: a :class:`~.jet.Jet` encloses a function and its gradient over a
   box (:func:`~.jet.variables`); the helpers above take jets wherever they take balls (not the decompositions or
   GD), and :func:`~.jet.lower_bound` is the centred mean-value form of the branch-and-bound prover;
+* :mod:`.heads` — the multi-head model (``param="heads"``): its gradients and a short ball replay of ``gd`` /
+  ``ngd`` (per head or joint normalisation);
 * :mod:`.gd` — :func:`~.gd.replay`: ``gd`` / ``ngd`` on $W$ and $(K,Q)$, ``nsd`` in ``fro`` / ``linf`` / ``l1``
   on $W$, by the centred (mean-value) form, with every decision proved and the radii watched.
 """
 
-from . import gd, jet, linalg, model, numbers
+from . import gd, heads, jet, linalg, model, numbers
 from .gd import RAD_LIMIT, BallRun, replay
 from .jet import Jet
 from .numbers import PREC, is_ball, to_arb, workprec
@@ -35,6 +37,7 @@ __all__ = [
     "BallRun",
     "Jet",
     "gd",
+    "heads",
     "is_ball",
     "jet",
     "linalg",

@@ -25,7 +25,7 @@ separately (``property_tests/test_gd_heads.py``: the 50-digit gradient, central 
 ($K_h'=K_h-\eta g_{K_h}/\|g_{K_h}\|$, $Q_h'=Q_h-\eta g_{Q_h}/\|g_{Q_h}\|$, ``ngd`` per factor on ``heads``): the
 first-order term $-\eta(A_h+A_h^\top)(1/\|g_{K_h}\|-1/\|g_{Q_h}\|)$, $A_h=K_h^\top G_hQ_h$, cancels only when
 $\|g_{K_h}\|=\|g_{Q_h}\|$, so the drift is $O(\eta)$ per step, above the $O(\eta^2)$ bound. Its refutation is
-confirmed by the 50-digit replay (the ball replay has no multi-head model: high precision, not rigorous).
+confirmed in ball arithmetic (rigorous: the ball replay of the multi-head model, :mod:`attsvm.ball.heads`).
 
 ``kq-heads-nuclear`` (conjecture, pinned inconclusive with its finding): normalised GD on the $H$ heads ends with
 $W=\sum_hK_hQ_h^\top$ near an Att-SVM$^\star$ (nuclear-norm) solution of the selection it ends on. Heuristic: if all
