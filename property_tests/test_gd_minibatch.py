@@ -268,3 +268,10 @@ def test_sharded_mini_batch_runs_are_the_serial_ones(tmp_path, capsys):
     assert outs[0] == outs[1]
     assert main(["gd", path, "--algo", "adam", "--steps", "20", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["runs"] != outs[0]  # b = 2 < n = 3 is not the full batch
+
+
+def test_minibatch_is_refused_for_heads():
+    """The multi-head rows are not batched: asking for both is bad input, not a silently full-batch run."""
+    ds = generate.paper_law(3, 4, 4, seed=0)
+    with pytest.raises(InputError, match="heads"):
+        gd.run(ds, param="heads", heads=2, algo="gd", lr=0.1, steps=2, minibatch=1)

@@ -164,12 +164,10 @@ def scaled_gradients(P: Problem, th: dict[str, torch.Tensor], fw, log_domain: bo
     logs, u, ghat, parts = fw[:4]
     D = P.D
     tile = lambda g: g  # noqa: E731
-    bt = P.batch
+    bt = P.batch  # None for heads: settings_of refuses a mini-batch there
     if len(fw) > 5:  # heads: the token weights of every head's rows (h, i) at once (:func:`forward_heads`)
         logs, u, parts, H = fw[5]
         tile = lambda g: g.repeat(1, H, 1)  # noqa: E731
-        if bt is not None:  # the mini-batch rows of every head (rows folded head-major, as tile)
-            bt = (bt[0].repeat(H), bt[1])
     if log_domain:
         gs, ew = (P.gs, P.eg) if P.fixed_scores else normalise(ghat)
         w, M = token_weights_logdomain(logs, tile(gs), u, P.loss, parts, batch=bt)
