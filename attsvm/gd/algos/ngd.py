@@ -20,7 +20,7 @@ import math
 from typing import Any
 
 from ..algorithm import Algorithm
-from ..init import PARAMS
+from ..init import PARAMETERISATIONS, PARAMS
 
 
 def normalised_steps(parts: dict, lr: Any, normalize: str, grad_eps: float, headed: bool = False) -> tuple[dict, Any]:
@@ -80,7 +80,6 @@ def _per_head(g: Any, L: Any, lr: Any, grad_eps: float, tiny: float) -> Any:
 def step(S: Any, P: Any, th: dict, fw: Any, lr: Any, state: Any, k: int) -> tuple[dict, None, Any]:
     """The normalised step; the log-scales only enter through the ridge, the normaliser's epsilon or a joint norm."""
     from .. import steps as st
-    from ..init import PARAMETERISATIONS
 
     G, M, E = st.scaled_gradients(P, th, fw, log_domain=True)
     scales = S.grad_eps > 0 or (S.normalize == "joint" and len(G) > 1)
