@@ -153,7 +153,11 @@ def test_cli_heads(tmp_path, data, capsys):
         out = capsys.readouterr()
         assert out.out == "" and out.err.startswith("error:")
     assert main(["gd", str(f), "--param", "heads", "--heads", "3", "--m", "2", "--steps", "3", "--json"]) == 0
-    run = json.loads(capsys.readouterr().out)["runs"][0]
+    out = json.loads(capsys.readouterr().out)
+    assert out["heads"] == 3
+    run = out["runs"][0]
+    assert main(["gd", str(f), "--param", "heads", "--heads", "3", "--steps", "3"]) == 0
+    assert capsys.readouterr().out.startswith("attsvm gd: param=heads heads=3 algo=ngd ")
     assert np.shape(run["K"]) == np.shape(run["Q"]) == (3, data.d, 2) and np.shape(run["W"]) == (data.d, data.d)
 
 

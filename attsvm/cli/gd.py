@@ -470,6 +470,8 @@ def run(args: argparse.Namespace) -> int:
     lines = [x for x in (_nonfinite_line(res), _solver_line(solver)) if x is not None]
     if args.json:
         out = {"param": args.param, "algo": args.algo, "device": args.device, "seconds": res.seconds}
+        if args.param == "heads":
+            out["heads"] = int(res.K.shape[1])
         out["settings"] = _settings_json(res.settings)
         out["kernel"] = res.kernel
         if solver is not None:
@@ -528,7 +530,8 @@ def _table(args: argparse.Namespace, res, runs: list[dict[str, Any]], alpha: boo
         for k, v in res.settings.read().items()
         if v is not None and (k, v) not in QUIET
     )
-    w(f"attsvm gd: param={args.param} algo={args.algo}{how} runs={res.B} ({res.seconds:.2f} s){extra}\n")
+    param = f"{args.param} heads={res.K.shape[1]}" if args.param == "heads" else args.param
+    w(f"attsvm gd: param={param} algo={args.algo}{how} runs={res.B} ({res.seconds:.2f} s){extra}\n")
     head = f"{'run':>4} {'steps':>7} {'stop':>11} {'loss':>12} {'norm':>12} {'stuck':>5}"
     head += f" {'=alpha':>6}" if alpha else ""
     head += f" {'corr(target)':>12} {'=target':>7} {'corr(final)':>12}" if target else ""
