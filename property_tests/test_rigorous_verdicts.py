@@ -168,7 +168,12 @@ def test_time_limit_is_inconclusive_never_verified(tmp_path):
     assert rc == 1
 
 
-BALL_REFUTED = ("equal-scores-needed", "kq-balancedness-control", "ntp-logloss-convex-control")
+BALL_REFUTED = (
+    "equal-scores-needed",
+    "kq-balancedness-control",
+    "kq-heads-conservation-control",
+    "ntp-logloss-convex-control",
+)
 
 
 @pytest.mark.parametrize("cid", BALL_REFUTED)
