@@ -36,9 +36,15 @@ PORTED = (
     "cone-descent-radial",
     "cone-invariance",
     "no-stationary-equal-scores",
+    "kq-heads-conservation",
 )
 #: expected-false controls written once (no confirmer): their float64 failure must be *confirmed* automatically
-CONTROLS = ("kq-balancedness-control", "ntp-logloss-convex-control", "cone-descent-control")
+CONTROLS = (
+    "kq-balancedness-control",
+    "ntp-logloss-convex-control",
+    "cone-descent-control",
+    "kq-heads-conservation-control",
+)
 
 
 def _data(name="paper", seed=3, **sizes):
