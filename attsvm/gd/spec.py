@@ -153,8 +153,8 @@ def settings_of(algo: str, param: str, **given: Any) -> Settings:
     if A.rules is not None:
         A.rules(values, param)
     minibatch = minibatch_of(given.get("minibatch"))
-    if minibatch is not None and param == "heads":
-        raise InputError("minibatch is not available for param 'heads' (the heads' rows are not batched)")
+    if minibatch is not None and PARAMETERISATIONS[param].headed:
+        raise InputError(f"minibatch is not available for param {param!r} (the heads' rows are not batched)")
     return Settings(algo=algo, ridge=float(ridge), schedule=schedule, minibatch=minibatch, **values)
 
 

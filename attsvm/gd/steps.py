@@ -165,7 +165,7 @@ def scaled_gradients(P: Problem, th: dict[str, torch.Tensor], fw, log_domain: bo
     D = P.D
     tile = lambda g: g  # noqa: E731
     bt = P.batch  # None for heads: settings_of refuses a mini-batch there
-    if len(fw) > 5:  # heads: the token weights of every head's rows (h, i) at once (:func:`forward_heads`)
+    if PARAMETERISATIONS[P.param].headed:  # every head's rows (h, i) at once (:func:`forward_heads`)
         logs, u, parts, H = fw[5]
         tile = lambda g: g.repeat(1, H, 1)  # noqa: E731
     if log_domain:
@@ -195,10 +195,17 @@ def gradients_KQ(P: Problem, th: dict[str, torch.Tensor], fw, w, M, ew, log_doma
     buffer normalised together (row by row: the same numbers). $|GQ|\le d\max|Q|$ ($\max|G|<1$): representable,
     as :func:`~attsvm.gd.ranges.check_ranges` bounds $d\|K\|$, $d\|Q\|$."""
     G, E = _attention_gradient(P, w, ew)
+    return factor_gradients(G, E, M, th["K"], th["Q"])
+
+
+def factor_gradients(G: torch.Tensor, E: torch.Tensor, M: torch.Tensor, K: torch.Tensor, Q: torch.Tensor):
+    r"""The chain rule of $W=KQ^\top$ from a power-of-two normalised $\nabla_W\mathcal L=2^{E}G$: $(GQ,\ G^\top K)$
+    in one $(2B,\dots)$ buffer normalised together, as :func:`scaled_gradients` parts (``M`` the log-scale). ``G``,
+    ``K``, ``Q`` may carry a head axis after the batch axis (``heads``: one $W_h=K_hQ_h^\top$ per head)."""
     B = G.shape[0]
-    both = torch.empty((2 * B, *th["Q"].shape[1:]), dtype=G.dtype, device=G.device)
-    torch.matmul(G, th["Q"], out=both[:B])
-    torch.matmul(G.transpose(-1, -2), th["K"], out=both[B:])
+    both = torch.empty((2 * B, *Q.shape[1:]), dtype=G.dtype, device=G.device)
+    torch.matmul(G, Q, out=both[:B])
+    torch.matmul(G.transpose(-1, -2), K, out=both[B:])
     g2, e2 = normalise(both)
     return {"K": g2[:B], "Q": g2[B:]}, {"K": M, "Q": M}, {"K": E + e2[:B], "Q": E + e2[B:]}
 
@@ -221,19 +228,14 @@ def gradients_heads(P: Problem, th: dict[str, torch.Tensor], fw, w, M, ew, log_d
     s_{ih}s_{ih}^\top)\gamma_iz_i^\top$ — the single-head gradient at $W_h=K_hQ_h^\top$ with the *shared* output
     $u_i=\sum_h\gamma_i^\top s_{ih}$. ``w`` are the token weights of the rows $(h,i)$ (B,H·N,T), formed over $H\cdot N$
     rows (so times $H$ here); one power of two per data set over all heads (the heads' log-scale $M$ is shared), then
-    $G_hQ_h$, $G_h^\top K_h$ normalised together as :func:`gradients_KQ`."""
+    $G_hQ_h$, $G_h^\top K_h$ normalised together (:func:`factor_gradients`, as for ``KQ``)."""
     K, Q = th["K"], th["Q"]
     B, H = K.shape[0], K.shape[1]
     wh = (w * H).view(B, H, P.D.N, -1)
     XT = P.XTs if P.XTs is not None else P.Xs.transpose(-1, -2)
     U = torch.matmul(XT.unsqueeze(1), wh.unsqueeze(-1)).squeeze(-1)  # (B,H,N,d): sum_t w_hit x_it
     G, eG = normalise(torch.matmul(U.transpose(-1, -2), P.Zs.unsqueeze(1)))  # (B,H,d,d)
-    E = ew + P.ex + P.ez + eG
-    both = torch.empty((2 * B, *Q.shape[1:]), dtype=G.dtype, device=G.device)
-    torch.matmul(G, Q, out=both[:B])
-    torch.matmul(G.transpose(-1, -2), K, out=both[B:])
-    g2, e2 = normalise(both)
-    return {"K": g2[:B], "Q": g2[B:]}, {"K": M, "Q": M}, {"K": E + e2[:B], "Q": E + e2[B:]}
+    return factor_gradients(G, ew + P.ex + P.ez + eG, M, K, Q)
 
 
 def gradients_p(P: Problem, th: dict[str, torch.Tensor], fw, w, M, ew, log_domain: bool):
