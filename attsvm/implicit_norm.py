@@ -102,6 +102,7 @@ def confirm_excess(
     steps: int,
     loss: str = "logistic",
     alpha: Any = None,
+    every: int | None = None,
     **settings: Any,
 ) -> dict[str, Any]:
     r"""Confirm that the run from ``W0`` on ``run_data`` ends with excess above ``eps`` (module docstring).
@@ -109,14 +110,17 @@ def confirm_excess(
     ``svm_data`` holds the constraints ($=$ ``run_data`` for attention data; the :func:`~attsvm.multiclass.as_attention`
     encoding for a multiclass control, with ``alpha`` its labels); ``alpha`` ``None``: the replayed iterate's own
     selection. Returns a dict: ``ok`` (``False``: confirmed), ``margin`` ($\mathrm{eps}-e_N$ at 50 digits), or
-    ``inconclusive`` with the reason, and the evidence."""
+    ``inconclusive`` with the reason, and the evidence; where the excess was decided, also ``alpha`` (the selection
+    measured) and, with ``every``, ``records``: the same replay's iterates every ``every`` steps as
+    :func:`replayed_records` returns them (``(steps, iterates, relative difference from float64)``), so a rate
+    measured on them needs no second replay."""
     import mpmath as mp
 
-    from . import gd, svm
     from . import highprec as hp
+    from . import svm
 
-    ref = gd.run(run_data, param="W", lr=lr, steps=steps, init=W0, loss=loss, **settings).W[0]
-    rep = hp.replay(run_data, W0, param="W", lr=lr, steps=steps, loss=loss, **settings)
+    rep, res = _replay(run_data, W0, lr=lr, steps=steps, every=every, loss=loss, **settings)
+    ref = res.W[0]
     W_mp = rep.array("W")
     rel = float(np.linalg.norm(W_mp - ref) / np.linalg.norm(ref))
     rel70 = None
@@ -158,7 +162,31 @@ def confirm_excess(
         "replay_rel": rel,
         **({"replay_50_vs_70": rel70} if rel70 is not None else {}),
         "opt_upper": float(upper),
+        "alpha": np.asarray(alpha),
+        **({"records": _records(rep, res)} if every is not None else {}),
     }
+
+
+def _replay(run_data: Any, W0: np.ndarray, *, lr: float, steps: int, every: int | None, loss: str, **settings: Any):
+    """The 50-digit replay and the float64 run from ``W0``, both recording every ``every`` steps (``None``: none)."""
+    from . import gd
+    from . import highprec as hp
+
+    rec = {} if every is None else {"record_every": every}
+    rep = hp.replay(run_data, W0, param="W", lr=lr, steps=steps, loss=loss, **rec, **settings)
+    res = gd.run(run_data, param="W", lr=lr, steps=steps, init=W0, loss=loss, record_params=every is not None,
+                 **rec, **settings)  # fmt: skip
+    return rep, res
+
+
+def _records(rep: Any, res: Any) -> tuple[np.ndarray, np.ndarray, float]:
+    """``(steps, 50-digit iterates rounded to float64, largest relative difference of the float64 records)``."""
+    Ws = np.stack([rep.array("W", j) for j in range(len(rep.recorded))])
+    ref = np.asarray(res.trajectory["W"])[:, 0]
+    k = np.asarray(res.trajectory["step"], dtype=float)
+    nrm = np.maximum(np.linalg.norm(Ws.reshape(len(Ws), -1), axis=-1), 1e-300)
+    rel = float(np.max(np.linalg.norm((ref - Ws).reshape(len(Ws), -1), axis=-1) / nrm))
+    return k, Ws, rel
 
 
 def replayed_records(
@@ -167,17 +195,4 @@ def replayed_records(
     r"""The run from ``W0`` replayed at 50 digits with its iterates recorded every ``every`` steps (rounded to
     float64, (R, d, d)), the recorded steps (R,), and the largest relative difference from the float64 engine's
     records (how far rounding moved the float64 run)."""
-    from . import gd
-    from . import highprec as hp
-
-    rep = hp.replay(run_data, W0, param="W", lr=lr, steps=steps, loss=loss, record_every=every, **settings)
-    Ws = np.stack([rep.array("W", j) for j in range(len(rep.recorded))])
-    res = gd.run(
-        run_data, param="W", lr=lr, steps=steps, init=W0, loss=loss, record_every=every, record_params=True,
-        **settings,
-    )  # fmt: skip
-    ref = np.asarray(res.trajectory["W"])[:, 0]
-    k = np.asarray(res.trajectory["step"], dtype=float)
-    nrm = np.maximum(np.linalg.norm(Ws.reshape(len(Ws), -1), axis=-1), 1e-300)
-    rel = float(np.max(np.linalg.norm((ref - Ws).reshape(len(Ws), -1), axis=-1) / nrm))
-    return k, Ws, rel
+    return _records(*_replay(run_data, W0, lr=lr, steps=steps, every=every, loss=loss, **settings))

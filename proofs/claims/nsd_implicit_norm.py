@@ -96,20 +96,18 @@ def confirm_excess(case, outcome, settings: dict, norm: str, p_min: float | None
     ds, b = case.data, case.index
     B = case.batch.batch_size
     W0 = initial_params("W", "random", B, ds.d, ds.d, case.seed)["W"][b]
-    lr = float(h["lr"])
-    res = imp.confirm_excess(ds, ds, W0, norm=norm, eps=float(h["eps"]), lr=lr, steps=int(h["steps"]), **settings)
-    detail = {k: v for k, v in res.items() if k not in ("ok", "margin", "inconclusive")}
+    lr, steps = float(h["lr"]), int(h["steps"])
+    every = None if p_min is None else max(1, steps // 40)
+    res = imp.confirm_excess(ds, ds, W0, norm=norm, eps=float(h["eps"]), lr=lr, steps=steps, every=every, **settings)
+    detail = {k: v for k, v in res.items() if k not in ("ok", "margin", "inconclusive", "alpha", "records")}
     if p_min is None or res.get("inconclusive") or not res["ok"]:
         return Outcome(ok=res["ok"], margin=res.get("margin", 0.0), inconclusive=res.get("inconclusive"), detail=detail)
-    import numpy as np
-
     from attsvm.tolerances import tol
 
-    steps = int(h["steps"])
-    k, Ws, rel = imp.replayed_records(ds, W0, lr=lr, steps=steps, every=max(1, steps // 40), **settings)
+    k, Ws, rel = res["records"]  # the same 50-digit replay's records
     if rel > tol("replay_rtol"):
         return Outcome(ok=True, inconclusive=f"the replay's records depart from float64 (relative {rel:.1e})")
-    a = np.argmax(np.einsum("itd,de,ie->it", ds.X, Ws[-1], ds.Z), axis=-1)  # the replayed run's final selection
+    a = res["alpha"]  # the replayed run's final selection
     half = k >= steps / 2
     opt = imp.optimum(ds, a, norm)
     p = None if opt is None else imp.gap_exponent(k[half], imp.gaps(ds, a, Ws[half], norm, opt))
@@ -181,9 +179,8 @@ def _confirm_adam(case, outcome):
 
 
 # ---------------------------------------------------------------- the theorems' own hypotheses (issue 28)
-#: decaying step eta_k = lr (k+1)^(-1/2): the member a = 1/2 of the class eta_k ~ k^-a, a in (0,1], of
-#: arXiv 2406.10650 and 2502.04664 (App. G); the linear controls are proofs/claims/optimizer_linear.py
-DECAY = dict(SWEEP)
+# decaying step eta_k = lr (k+1)^(-1/2): the member a = 1/2 of the class eta_k ~ k^-a, a in (0,1], of
+# arXiv 2406.10650 and 2502.04664 (App. G); the linear controls are proofs/claims/optimizer_linear.py
 
 
 def _family_claim(
@@ -197,7 +194,7 @@ def _family_claim(
         title=title,
         source=source,
         depends=("nsd-implicit-norm-linf",),
-        **{**DECAY, "params": {"steps": steps, "lr": lr, "eps": eps, **rate_rule, **settings}},
+        **{**SWEEP, "params": {"steps": steps, "lr": lr, "eps": eps, **rate_rule, **settings}},
         **kw,
     )
     def check(case):

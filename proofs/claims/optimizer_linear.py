@@ -123,14 +123,15 @@ def confirm_linear(case, norm: str) -> Outcome:
     a = att[b]
     steps, lr = int(h["steps"]), float(h["lr"])
     W0 = np.zeros((ntp.d, ntp.d))
+    every = max(1, steps // 40) if "growth" in h else None
     res = imp.confirm_excess(
-        ntp[b], a, W0, norm=norm, eps=float(h["eps"]), lr=lr, steps=steps, loss="nll", alpha=a.alpha, **_settings(h)
-    )
+        ntp[b], a, W0, norm=norm, eps=float(h["eps"]), lr=lr, steps=steps, loss="nll", alpha=a.alpha, every=every,
+        **_settings(h),
+    )  # fmt: skip
+    detail = {k_: v for k_, v in res.items() if k_ not in ("ok", "margin", "inconclusive", "alpha", "records")}
     if res.get("inconclusive") or not res["ok"] or "growth" not in h:
-        detail = {k_: v for k_, v in res.items() if k_ not in ("ok", "margin", "inconclusive")}
         return Outcome(ok=res["ok"], margin=res.get("margin", 0.0), inconclusive=res.get("inconclusive"), detail=detail)
-    k, Ws, rel = imp.replayed_records(ntp[b], W0, lr=lr, steps=steps, every=max(1, steps // 40), loss="nll",
-                                      **_settings(h))  # fmt: skip
+    k, Ws, rel = res["records"]  # the same 50-digit replay's records
     if rel > tol("replay_rtol"):
         return Outcome(ok=True, inconclusive=f"the 50-digit replay's records depart from float64 (relative {rel:.1e})")
     half = k >= steps / 2
@@ -139,7 +140,7 @@ def confirm_linear(case, norm: str) -> Outcome:
     if not np.all(g > 0):
         return Outcome(ok=True, inconclusive="the replayed margin gap is not positive over the second half")
     gr = imp.rate_growth(k[half], g, len(a.alpha))
-    return Outcome(ok=bool(gr <= h["growth"]), margin=float(h["growth"] - gr), detail={"replayed_growth": gr, **res})
+    return Outcome(ok=bool(gr <= h["growth"]), margin=float(h["growth"] - gr), detail={"replayed_growth": gr, **detail})
 
 
 def _linear_claim(id: str, title: str, source: str, norm: str, params: dict, **kw):
