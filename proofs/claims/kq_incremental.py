@@ -278,8 +278,8 @@ def kq_gd_nuclear_small_init(case):
     import numpy as np
 
     from attsvm import gd
+    from attsvm import implicit_norm as imp
     from attsvm.claims.verdict import rate_verdict
-    from attsvm.svm.constraints import build
     from attsvm.svm.nuclear import solve_nuclear
 
     h = case.hypotheses
@@ -294,10 +294,7 @@ def kq_gd_nuclear_small_init(case):
         sol = solved[key]
         if sol.status != "optimal":
             return None
-        m = build(ds[b], sel).margins(W).min()
-        if m <= 0:
-            return float("inf")
-        return float(np.linalg.svd(W / m, compute_uv=False).sum() / float(sol.objective) - 1.0)
+        return imp.excess(ds[b], sel, W, "nuc", float(sol.objective))  # inf: no positive margin
 
     table = {}
     for a in (0.1, *ALPHAS):
