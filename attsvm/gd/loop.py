@@ -121,6 +121,8 @@ def _run(job: Job, progress, t0: float) -> GDResult:
         rec = Recorder(record_every, steps, B, N, list(tg), pshapes)
 
     batches, period = minibatches(settings.minibatch, N, dev)
+    # the problem of update k is problems[k % period]: the full loss, or one per mini-batch of the cycle (built once)
+    problems = [P] if batches is None else [P.on_batch(rows, settings.minibatch) for rows in batches]
     streak = torch.zeros(B, dtype=torch.int64, device=dev)  # consecutive updates flagged "fixed point"
     active = torch.ones(B, dtype=torch.bool, device=dev)
     taken = torch.zeros(B, dtype=torch.int64, device=dev)  # steps taken after the first stop
@@ -160,8 +162,9 @@ def _run(job: Job, progress, t0: float) -> GDResult:
                 stop(hit, 2)
         if k == steps or not (everyone or bool(active.any())):
             break
-        Pk = P if batches is None else P.on_batch(batches[k % period], settings.minibatch)
-        new, newstate, zero = A.step(settings, Pk, th, fw, step_size(lr_t, k, settings.schedule), state, k)
+        new, newstate, zero = A.step(
+            settings, problems[k % period], th, fw, step_size(lr_t, k, settings.schedule), state, k
+        )
         if batches is not None:  # a fixed point of the cyclic iteration: the flag over a whole period of batches
             streak = torch.where(zero, streak + 1, torch.zeros_like(streak))
             zero = streak >= period
