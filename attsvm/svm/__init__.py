@@ -10,6 +10,7 @@ Public API (curated)::
     support_tokens(ds, W, alpha=None); is_locally_optimal(ds, alpha=None); neighbour_gap(ds, alpha=None)
     certify_fro(ds, alpha=None, sol=None) -> dict                    # exact / rigorous optimality proof
     certify_prompt(ds, alpha=None) -> dict                           # exact p^mm_alpha (prompt SVM)
+    certify_head(ds, alpha=None) -> dict                             # exact v^mm (head SVM)
     polyhedral.solve_polyhedral(ds, norm, alpha=None, certify=False)  # l1 / linf LPs (norm "l1" | "linf")
     polyhedral.verify_lp(ds, cons, norm, W, lam) -> dict             # exact optimality check of a rational pair
     specnorm.solve_spectral(ds, alpha=None, certify=False)           # spectral-norm SDP, proved duality gap
@@ -62,7 +63,7 @@ from . import diagonal, gensvm, lq, nuclear, polyhedral, prompt, specnorm
 from .farkas import feasibility
 from .frobenius import FroBatch, certify_fro, solve_fro, solve_fro_batch, wmm
 from .neighbours import is_locally_optimal, neighbour_gap, support_tokens
-from .prompt import certify_prompt
+from .prompt import certify_head, certify_prompt
 from .solution import SVMSolution
 
 NORMS = ("fro", "nuc", "lq", "l1", "linf", "spec")
@@ -101,7 +102,13 @@ PROGRAM_CHECKS = {
             "solve(certify=True) reports float KKT residuals)",
         )
     },
-    "head": {"fro": Check(None, _FLOAT_KKT + "cannot be confirmed at high precision")},
+    "head": {
+        "fro": Check(
+            "attsvm.svm.prompt:certify_head",
+            "exact rational v^mm: the head SVM as Frobenius Att-SVM with tokens (Y_i x_i,alpha_i, 0) and z_i = e_1 "
+            "(called on its own: solve(certify=True) reports float KKT residuals)",
+        )
+    },
     "relaxed": {"fro": Check(None, _FLOAT_KKT + "cannot be confirmed at high precision")},
     "diagonal": {
         "l1": Check("attsvm.svm.polyhedral:certify_lp", "exact LP basis certificate of the view (certify=True)"),
@@ -131,6 +138,7 @@ __all__ = [
     "FroBatch",
     "SVMSolution",
     "certify_fro",
+    "certify_head",
     "certify_prompt",
     "feasibility",
     "is_locally_optimal",

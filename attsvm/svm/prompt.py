@@ -128,6 +128,22 @@ def certify_prompt(ds: Dataset, alpha=None) -> dict:
     return dict(cert, p=None if not cert.get("verified") or W is None else [row[0] for row in W])
 
 
+def certify_head(ds: Dataset, alpha=None) -> dict:
+    r"""Exact rational $v^{mm}$ (head SVM of $\alpha$): the head SVM is the Frobenius Att-SVM of the data with the
+    two tokens $u_i=Y_ix_{i\alpha_i}$ and $0$, label 1, selection 0 and the constant query $z_i=e_1$
+    ($\langle W,(u_i-0)e_1^\top\rangle=u_i^\top We_1$; the minimum-norm $W$ is $[v^{mm},0,\dots,0]$), so
+    :func:`attsvm.svm.certify_fro` proves it. Returns that certificate with ``"v"``: the exact entries (``"p/q"``
+    strings; ``None`` unless ``verified``)."""
+    a = _check(ds, alpha)
+    X2 = np.zeros((ds.n, 2, ds.d))
+    X2[:, 0] = ds.Y[:, None] * ds.X[np.arange(ds.n), a]
+    Z = np.zeros((ds.n, ds.d))
+    Z[:, 0] = 1.0
+    cert = certify_fro(Dataset(X2, np.ones(ds.n), Z, np.ones(ds.d), alpha=np.zeros(ds.n, dtype=np.int64)))
+    W = cert.get("W")
+    return dict(cert, v=None if not cert.get("verified") or W is None else [row[0] for row in W])
+
+
 def solve_head(ds: Dataset, alpha=None) -> SVMSolution:
     r"""Head SVM $v^{mm}$ (in ``extra["v"]``) with support set $\mathcal S$ (``extra["S"]``, sorted input indices).
 
