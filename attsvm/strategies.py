@@ -48,6 +48,11 @@ name                 what it promises                                        num
 ``prompt``           ``paper`` with one shared query $z$ (prompt attention    as ``paper``
                      $p=Wz$)
 ``self_attention``   ``paper`` with $z_i=x_{i0}$                              as ``paper``
+``benign``           benign overfitting (2410.07746, :mod:`attsvm.benign`):   uniform floats (labels, flips),
+                     signal token $\rho e_0$ / $\rho e_1$ by the clean label,   Gaussians (noise) as ``paper``
+                     $T-1$ Gaussian noise tokens orthogonal to it, labels
+                     flipped w.p. ``eta``, $\rho=\kappa\sqrt{d/n}$ (``kappa``);
+                     ``ds.alpha`` the benign selection ($d\ge3$)
 ``ntp``              next-token data (:class:`~attsvm.ntp.data.NTPData`):     dyadic embeddings, ids and label
                      $T$ distinct ids per sequence, embeddings pairwise       positions as integers, towards 0
                      distinct, the label in its sequence; ``vocab``           (ids ``0, 1, ...``)
@@ -771,6 +776,22 @@ def _sizes(**floors: int) -> dict[str, Size]:
     return out
 
 
+# ---------------------------------------------------------------------- benign overfitting (2410.07746)
+def _make_benign(src, lead, n, T, d, kappa=2.0, eta=0.1) -> Dataset:
+    r"""The law of :mod:`attsvm.benign`: clean labels (fair coin), flips (uniform $<\eta$), standard Gaussian noise
+    tokens on coordinates $2..d-1$, signal norm $\rho=\kappa\sqrt{d/n}$ (``kappa`` $=\mathrm{SNR}\sqrt n$)."""
+    from . import benign
+
+    clean = np.where(src.floats((*lead, n), 0.0, 1.0) < 0.5, 1.0, -1.0)
+    flip = src.floats((*lead, n), 0.0, 1.0) < eta
+    noise = src.gaussians((*lead, n, T - 1, d - 2))
+    return benign.build(clean, flip, noise, benign.rho_of(kappa, n, d))
+
+
+_BENIGN_OPTIONS = {"kappa": Option(float, lo=1e-3, hi=1e3), "eta": Option(float, lo=0.0, hi=0.49)}
+# ---------------------------------------------------------------------- end benign overfitting
+
+
 _BITS = Option(int, lo=1, hi=16)
 # name -> (construction, sizes in draw order, options). The paper law needs d >= 2: unit-norm 1-D tokens are
 # +-1 (ties). overparam derives d from n, T and d_extra.
@@ -789,6 +810,7 @@ _SCHEMA: dict[str, tuple[Callable[..., Dataset], dict[str, Size], dict[str, Opti
     "causal": (_make_causal, _sizes(d=2), {}),
     "prompt": (_make_prompt, _sizes(d=2), {}),
     "self_attention": (_make_self, _sizes(d=2), {}),
+    "benign": (_make_benign, _sizes(d=3), _BENIGN_OPTIONS),  # benign overfitting (2410.07746)
     "ntp": (
         _make_ntp,
         {"n": Size((1, 4), 1, 10_000), "T": Size((2, 4), 2), "K": Size((2, 6), 2), "d": Size((2, 8), 2)},
@@ -1027,6 +1049,7 @@ causal = _wrap("causal")
 prompt = _wrap("prompt")
 self_attention = _wrap("self_attention")
 ntp = _wrap("ntp")
+benign = _wrap("benign")  # benign overfitting (2410.07746)
 
 STRATEGIES: dict[str, Callable[..., Any]] = {
     "paper": paper,
@@ -1042,6 +1065,7 @@ STRATEGIES: dict[str, Callable[..., Any]] = {
     "prompt": prompt,
     "self_attention": self_attention,
     "ntp": ntp,
+    "benign": benign,
 }
 
 
