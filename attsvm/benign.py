@@ -45,14 +45,16 @@ monotone. Hence $V^\star=\min_{\sigma_0,\sigma_1\in\{\text{none},+1,-1\}}$ of th
 The reduction is checked against enumeration of all $2^n$ selections in ``property_tests/test_benign.py``.
 
 **Test error** (:func:`test_error`): the flips are independent of $X$, so the error against the noisy label is
-$\eta+(1-2\eta)\,e$ with $e=\frac12\sum_{y=\pm1}P(y\,f(X;v,p)\le0\mid y)$ the clean error. With $A_t=p^\top\xi_t$,
+$\eta+(1-2\eta)\,e$ with $e=\frac12\sum_{y=\pm1}\big(P(y\,f<0\mid y)+\frac12P(f=0\mid y)\big)$ the clean error
+(an output 0 is a fair coin: a head without signal component outputs exactly 0 whenever the signal is selected).
+With $A_t=p^\top\xi_t$,
 $B_t=v^\top\xi_t$ ($t=1..T-1$, i.i.d. bivariate normal pairs: $\mathrm{Var}\,A=\|p_\perp\|^2$,
 $\mathrm{Var}\,B=\|v_\perp\|^2$, $\mathrm{Cov}=p_\perp^\top v_\perp$, $\perp$: coordinates $\ge2$) and $m_y$, $g_y$
 the signal's logit $p^\top\mu_y$ and value $v^\top\mu_y$: for the saturated prompt ($\|p\|\to\infty$ along $p$,
 ``hard=True``) the selected token is the largest logit and
 
-.. math:: P(yf\le0\mid y)=\mathbb 1[yg_y\le0]\,F_A(m_y)^{T-1}
-   +(T-1)\int_{m_y}^\infty f_A(a)F_A(a)^{T-2}\,P(yB\le0\mid A=a)\,da
+.. math:: P(yf<0\mid y)+\tfrac12P(f=0\mid y)=c(yg_y)\,F_A(m_y)^{T-1}
+   +(T-1)\int_{m_y}^\infty f_A(a)F_A(a)^{T-2}\,P(yB<0\mid A=a)\,da,\qquad c(x)=\mathbb 1[x<0]+\tfrac12\mathbb 1[x=0]
 
 (one-dimensional quadrature); for a finite prompt the softmax average is estimated by Monte Carlo over the
 $2(T-1)$ Gaussians (``samples`` draws, seeded).
@@ -72,8 +74,11 @@ __all__ = [
     "Interpolator",
     "build",
     "clean_labels",
+    "evaluate",
+    "fit_and_error",
     "flips",
     "head",
+    "interpolation_margins",
     "kappa_of",
     "max_margin",
     "noisy_error",
@@ -281,18 +286,16 @@ def _hard_error(v: np.ndarray, p: np.ndarray, rho: float, T: int, y: float) -> f
     c = 0 if y > 0 else 1
     m, g = rho * p[c], rho * v[c]
     saa, sbb, sab = _moments(v, p)
-    wrong_signal = 1.0 if y * g <= 0 else 0.0
-    if saa == 0.0:  # A = 0: the signal wins iff m > 0; a tie counts against the classifier
-        if m > 0:
-            return wrong_signal
-        return 1.0 if sbb == 0.0 else 0.5
+    wrong_signal = 1.0 if y * g < 0 else (0.5 if g == 0 else 0.0)
+    if saa == 0.0:  # A = 0: the signal wins iff m > 0 (else the first noise token)
+        return wrong_signal if m > 0 else 0.5
     sa = np.sqrt(saa)
     cond_var = max(sbb - sab * sab / saa, 0.0)
 
     def p_wrong(a: float) -> float:  # P(y B <= 0 | A = a)
         mu = y * sab / saa * a
         if cond_var == 0.0:
-            return 1.0 if mu <= 0 else 0.0
+            return 1.0 if mu < 0 else (0.5 if mu == 0 else 0.0)
         return float(norm.cdf(-mu / np.sqrt(cond_var)))
 
     def integrand(a: float) -> float:
@@ -317,7 +320,8 @@ def _soft_error(v, p, rho, T, y, samples, seed) -> float:
     logits -= logits.max(axis=1, keepdims=True)
     s = np.exp(logits)
     s /= s.sum(axis=1, keepdims=True)
-    return float(np.mean(y * np.sum(s * vals, axis=1) <= 0))
+    yf = y * np.sum(s * vals, axis=1)
+    return float(np.mean(yf < 0) + 0.5 * np.mean(yf == 0))
 
 
 def test_error(
@@ -339,3 +343,52 @@ def test_error(
 def noisy_error(clean_error: float, eta: float) -> float:
     r"""The error against the observed (flipped) label: $\eta+(1-2\eta)e$."""
     return float(eta + (1.0 - 2.0 * eta) * clean_error)
+
+
+# --------------------------------------------------------------------------------------------------- summaries
+def interpolation_margins(ds: Dataset, mm: Interpolator) -> tuple[float, float]:
+    r"""$(\min_iY_iv^\top x_{i\alpha^\star_i}-1,\ \min_{i,t\ne\alpha^\star_i}p^\top(x_{i\alpha^\star_i}-x_{it})-1)$:
+    both $\ge0$ (to the solver's accuracy) when the limit $(v,Rp)$, $R\to\infty$, interpolates with margin 1 and
+    its softmax saturates on $\alpha^\star$ ($-1$ for the second when the prompt SVM is infeasible)."""
+    a = mm.alpha
+    rows = ds.X[np.arange(ds.n), a]
+    fit = float(np.min(ds.Y * (rows @ mm.v))) - 1.0
+    if mm.p is None:
+        return fit, -1.0
+    gaps = (rows[:, None, :] - ds.X) @ mm.p  # (n, T): 0 at the selected token
+    gaps[np.arange(ds.n), a] = np.inf
+    return fit, float(np.min(gaps)) - 1.0
+
+
+def evaluate(ds: Dataset, eta: float, exact: bool = False) -> dict[str, Any]:
+    r"""The max-margin interpolator of ``ds`` (:func:`max_margin`) with its clean and noisy-label test errors
+    (saturated prompt, quadrature), its option, value and certificates, and :func:`interpolation_margins`
+    (JSON-ready)."""
+    mm = max_margin(ds, exact=exact)
+    fit, prompt = interpolation_margins(ds, mm)
+    e = test_error(mm.v, mm.p, signal_norm(ds), T=ds.T) if mm.p is not None else float("nan")
+    cert = mm.certificate
+    return {
+        "clean_error": e,
+        "noisy_error": noisy_error(e, eta),
+        "signs": _label(mm.signs),
+        "value": mm.value,
+        "gap": mm.gap,
+        "fit_margin": fit,
+        "prompt_margin": prompt,
+        "certified": bool(cert["head_kkt"] and cert.get("prompt_verified", False)),
+        "exact": bool(cert["exact"].get("verified")) if exact else None,
+        "tie": cert["tie"],
+    }
+
+
+def fit_and_error(
+    ds: Dataset, v: np.ndarray, p: np.ndarray, eta: float, samples: int = 20_000, seed: int = 0
+) -> tuple[float, float]:
+    r"""For a finite prompt (e.g. a GD iterate): $\min_iY_if(X_i;v,p)$ (:func:`attsvm.model.prompt_outputs`) and
+    the noisy-label test error of the softmax at $p$ (Monte Carlo, :func:`test_error` with ``hard=False``)."""
+    from .model import prompt_outputs
+
+    u = prompt_outputs(ds, np.asarray(p, dtype=np.float64), np.asarray(v, dtype=np.float64))[2]
+    e = test_error(v, p, signal_norm(ds), T=ds.T, hard=False, samples=samples, seed=seed)
+    return float(np.min(u)), noisy_error(e, eta)

@@ -32,50 +32,41 @@ from attsvm.claims import Outcome, claim
 _MM = {"data": "benign", "n": 16, "T": 2, "d": 400, "eta": 0.1}
 
 
-def _interpolator_margins(ds, mm) -> tuple[float, float]:
-    """(interpolation margin - 1, prompt margin - 1) of the limit interpolator on its selection."""
-    import numpy as np
+def _side_margin(r: dict, h, side: str) -> float:
+    """A run's margin (module docstring) from :func:`attsvm.benign.evaluate`'s summary ``r``."""
+    from attsvm.tolerances import tol
 
-    a = mm.alpha
-    rows = ds.X[np.arange(ds.n), a]
-    fit = float(np.min(ds.Y * (rows @ mm.v))) - 1.0
-    other = ds.X[np.arange(ds.n), 1 - a]
-    prompt = float(np.min((rows - other) @ mm.p)) - 1.0 if mm.p is not None else -1.0
-    return fit, prompt
+    eta = float(h["eta"])
+    bound = eta + float(h["eps"]) if side == "benign" else eta + float(h["c"])
+    test = bound - r["noisy_error"] if side == "benign" else r["noisy_error"] - bound
+    return min(r["fit_margin"] + tol("active"), r["prompt_margin"] + tol("active"), test)
 
 
 def _mm_runs(case, side: str) -> Outcome:
     import numpy as np
 
     from attsvm import benign
-    from attsvm.tolerances import tol
 
     h = case.hypotheses
     eta = float(h["eta"])
-    bound = eta + float(h["eps"]) if side == "benign" else eta + float(h["c"])
     margins, errors, kinds, fits = [], [], {}, []
     for b in range(case.runs):
-        ds = case.batch[b]
-        mm = benign.max_margin(ds)
-        if not mm.certificate["head_kkt"] or mm.p is None or not mm.certificate.get("prompt_verified"):
+        r = benign.evaluate(case.batch[b], eta)
+        if not r["certified"]:
             margins.append(float("nan"))
             continue
-        fit, prompt = _interpolator_margins(ds, mm)
-        err = benign.noisy_error(benign.test_error(mm.v, mm.p, benign.signal_norm(ds)), eta)
-        test = bound - err if side == "benign" else err - bound
-        margins.append(min(fit + tol("active"), prompt + tol("active"), test))
-        errors.append(err)
-        fits.append(min(fit, prompt))
-        key = "/".join("none" if s is None else f"{s:+.0f}" for s in mm.signs)
-        kinds[key] = kinds.get(key, 0) + 1
+        margins.append(_side_margin(r, h, side))
+        errors.append(r["noisy_error"])
+        fits.append(min(r["fit_margin"], r["prompt_margin"]))
+        kinds[r["signs"]] = kinds.get(r["signs"], 0) + 1
     rho = benign.signal_norm(case.batch[0])
+    bound = eta + float(h["eps"]) if side == "benign" else eta + float(h["c"])
     return Outcome(
         run_margins=margins,
         detail={
             "measured": "noisy-label test error of the max-margin (v,p) interpolator vs "
-            f"{'<=' if side == 'benign' else '>='} "
-            f"eta + {'eps' if side == 'benign' else 'c'} = {bound:g}; kappa = SNR sqrt(n) = "
-            f"{benign.kappa_of(rho, case.batch.n, case.batch.d):.3g}",
+            f"{'<=' if side == 'benign' else '>='} eta + {'eps' if side == 'benign' else 'c'} = {bound:g}; "
+            f"kappa = SNR sqrt(n) = {benign.kappa_of(rho, case.batch.n, case.batch.d):.3g}",
             "errors": [round(e, 4) for e in errors],
             "mean_error": float(np.mean(errors)) if errors else None,
             "signal_options": kinds,
@@ -85,22 +76,16 @@ def _mm_runs(case, side: str) -> Outcome:
 
 
 def _mm_confirm(case, outcome, side: str) -> Outcome:
+    """The failing run with the winner's exact rational certificate; the quadrature is deterministic."""
     from attsvm import benign
 
-    h = case.hypotheses
-    eta = float(h["eta"])
-    ds = case.data
-    mm = benign.max_margin(ds, exact=True)
-    if not mm.certificate["exact"].get("verified"):
+    r = benign.evaluate(case.data, float(case.hypotheses["eta"]), exact=True)
+    if not r["exact"]:
         return Outcome(inconclusive="the winning head SVM is not certified exactly")
-    fit, prompt = _interpolator_margins(ds, mm)
-    err = benign.noisy_error(benign.test_error(mm.v, mm.p, benign.signal_norm(ds)), eta)
-    bound = eta + float(h["eps"]) if side == "benign" else eta + float(h["c"])
-    test = bound - err if side == "benign" else err - bound
-    m = min(fit, prompt, test)
+    m = _side_margin(r, case.hypotheses, side)
     if abs(m) <= 1e-8:  # the quadrature's tolerance: too close to decide
         return Outcome(inconclusive=f"margin {m:.3g} within the quadrature tolerance")
-    return Outcome(ok=m > 0, margin=m, detail={"exact_head": True, "error": err}, how="high precision")
+    return Outcome(ok=m > 0, margin=m, detail={"exact_head": True, "noisy_error": r["noisy_error"]})
 
 
 @claim(
@@ -191,16 +176,7 @@ def mm_vp_benign_many_tokens(case):
     res = gd.run(ds, param="vp", algo="ngd", lr=float(h["lr"]), steps=int(h["steps"]), init="random", seed=case.seed)
     margins, errors, fits = [], [], []
     for b in range(case.runs):
-        d1 = ds[b]
-        v, p = np.asarray(res.v[b]), np.asarray(res.p[b])
-        logits = d1.X @ p
-        s = np.exp(logits - logits.max(axis=1, keepdims=True))
-        s /= s.sum(axis=1, keepdims=True)
-        fit = float(np.min(d1.Y * np.einsum("nt,ntd,d->n", s, d1.X, v)))
-        err = benign.noisy_error(
-            benign.test_error(v, p, benign.signal_norm(d1), T=d1.T, hard=False, samples=int(h["samples"]), seed=b),
-            eta,
-        )
+        fit, err = benign.fit_and_error(ds[b], res.v[b], res.p[b], eta, samples=int(h["samples"]), seed=b)
         fits.append(fit)
         errors.append(err)
         margins.append(min(fit, eta + eps - err))
