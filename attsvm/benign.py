@@ -200,14 +200,18 @@ SIGNS = (None, 1.0, -1.0)
 
 
 def options(ds: Dataset) -> list[tuple[tuple[float | None, float | None], np.ndarray]]:
-    r"""The nine candidate selections ((\sigma_+, \sigma_-), alpha) of the reduction (module docstring):
-    input $i$ of clean class $c_i$ selects its signal (token 0) iff $\sigma_{c_i}=Y_i$, else noise token 1."""
+    r"""The (at most nine) distinct candidate selections ((\sigma_+, \sigma_-), alpha) of the reduction (module
+    docstring): input $i$ of clean class $c_i$ selects its signal (token 0) iff $\sigma_{c_i}=Y_i$, else noise
+    token 1 (an option whose selection repeats an earlier one is left out)."""
     y = clean_labels(ds)
-    out = []
+    out, seen = [], set()
     for sp in SIGNS:
         for sm in SIGNS:
             sig = np.where(y > 0, np.nan if sp is None else sp, np.nan if sm is None else sm)
-            out.append(((sp, sm), np.where(sig == ds.Y, 0, 1).astype(np.int64)))
+            alpha = np.where(sig == ds.Y, 0, 1).astype(np.int64)
+            if alpha.tobytes() not in seen:  # an option no input of a class can use repeats an earlier one
+                seen.add(alpha.tobytes())
+                out.append(((sp, sm), alpha))
     return out
 
 
@@ -369,7 +373,7 @@ def evaluate(ds: Dataset, eta: float, exact: bool = False) -> dict[str, Any]:
     e = test_error(mm.v, mm.p, signal_norm(ds), T=ds.T) if mm.p is not None else float("nan")
     cert = mm.certificate
     return {
-        "clean_error": e,
+        "clean_error": float(e),
         "noisy_error": noisy_error(e, eta),
         "signs": _label(mm.signs),
         "value": mm.value,

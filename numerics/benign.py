@@ -26,7 +26,7 @@ KAPPAS_FULL = [0.25, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0, 2.5, 3.0, 4.0,
 KAPPAS_SMOKE = [0.3, 1.0, 1.5, 2.5, 5.0]
 SIZES = {
     "full": {
-        "n": 16, "d": 400, "n_big": 32, "d_big": 1600, "eta": 0.1, "kappas": KAPPAS_FULL, "seeds": 24,
+        "n": 16, "d": 400, "n_big": 24, "d_big": 900, "eta": 0.1, "kappas": KAPPAS_FULL, "seeds": 24,
         "steps": 2000, "lr": 0.1, "beta_p": 1000.0, "samples": 20000,
     },
     "smoke": {
