@@ -784,7 +784,15 @@ def _make_benign(src, lead, n, T, d, kappa=2.0, eta=0.1) -> Dataset:
 
     clean = np.where(src.floats((*lead, n), 0.0, 1.0) < 0.5, 1.0, -1.0)
     flip = src.floats((*lead, n), 0.0, 1.0) < eta
-    noise = src.gaussians((*lead, n, T - 1, d - 2))
+    noise = np.array(src.gaussians((*lead, n, T - 1, d - 2)))
+    m = d - 2
+    for t in range(1, T - 1):  # a noise token repeating an earlier one of its input (Hypothesis' grid: zeros) is
+        canon = np.zeros(m)  # replaced by (t + 1/2) sqrt(2) e_(t mod m), off the grid; numpy draws never repeat
+        canon[t % m] = (t + 0.5) * np.sqrt(2.0)
+        rep = np.zeros(noise.shape[:-2], dtype=bool)
+        for u in range(t):
+            rep |= np.all(noise[..., t, :] == noise[..., u, :], axis=-1)
+        noise[..., t, :] = np.where(rep[..., None], canon, noise[..., t, :])
     return benign.build(clean, flip, noise, benign.rho_of(kappa, n, d))
 
 
