@@ -24,7 +24,7 @@ certificate (:func:`attsvm.svm.prompt.certify_head`) and the quadrature at tight
 ``mm-vp-benign-many-tokens`` (conjecture, the reviewers' open question): $T=3$ tokens, joint GD on $(v,p)$
 (``attsvm.gd.run``, ``param="vp"``, per-factor normalised GD, random $0.1\,\mathcal N$ start) to near
 convergence; a run passes when it fits every training label and its softmax test error (Monte Carlo) is at most
-$\eta+\varepsilon$.
+$\eta+\varepsilon$ (a run that does not fit every label has not converged: undecided).
 """
 
 from attsvm.claims import Outcome, claim
@@ -148,7 +148,7 @@ def mm_vp_harmful_confirm(case, outcome):
     kind="empirical",
     rate=0.9,
     examples=16,
-    ci_examples=16,
+    ci_examples=12,
     expect="false",
     finding=(
         "refuted at T = 3, kappa = 5 (about 8 of 16 runs benign): the failing runs fit every label with a saturated "
@@ -165,7 +165,8 @@ def mm_vp_harmful_confirm(case, outcome):
     ),
 )
 def mm_vp_benign_many_tokens(case):
-    """Each run: NGD on (v,p) from 0.1 N; passes iff all training labels fit and test error <= eta + eps."""
+    """Each run: NGD on (v,p) from 0.1 N; a run fitting every training label passes iff its test error is at most
+    eta + eps; a run that does not fit every label has not converged and is undecided."""
     import numpy as np
 
     from attsvm import benign, gd
@@ -179,7 +180,8 @@ def mm_vp_benign_many_tokens(case):
         fit, err = benign.fit_and_error(ds[b], res.v[b], res.p[b], eta, samples=int(h["samples"]), seed=b)
         fits.append(fit)
         errors.append(err)
-        margins.append(min(fit, eta + eps - err))
+        # a run that does not fit every label has not converged: undecided, not a failure
+        margins.append(eta + eps - err if fit > 0 else float("nan"))
     failing = [b for b, m in enumerate(margins) if m < 0][:1]
     return Outcome(
         run_margins=margins,
@@ -233,7 +235,9 @@ def mm_vp_benign_many_tokens_confirm(case, outcome):
         return Outcome(inconclusive=f"float64 dynamics not faithful (50-digit replay differs by {rel:.2g})")
     eta, eps = float(h["eta"]), float(h["eps"])
     err = benign.noisy_error(benign.test_error(v50, p50, benign.signal_norm(ds), T=ds.T, hard=True), eta)
-    m = min(fit, eta + eps - err)
+    if fit <= 0:
+        return Outcome(inconclusive=f"the replayed end state does not fit every label (min Y f = {fit:.3g})")
+    m = eta + eps - err
     det = {"fit_50_digits": fit, "noisy_error_saturated": err, "replay_steps": L, "mp_vs_float64_rel": rel}
     if abs(m) <= 1e-6:
         return Outcome(inconclusive=f"margin {m:.3g} too close to 0 to decide", detail=det)
