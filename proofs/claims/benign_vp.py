@@ -217,16 +217,8 @@ def mm_vp_benign_many_tokens_confirm(case, outcome):
     with mp.workdps(hp.DPS):
         run = hp.replay(ds, {"v": v0, "p": p0}, param="vp", algo="ngd", lr=lr, steps=L)
         v50, p50 = run.array("v"), run.array("p")
-        fit = min(
-            hp.signed_float(
-                mp.mpf(float(ds.Y[i]))
-                * mp.fsum(
-                    w * mp.fsum(mp.mpf(float(x)) * mp.mpf(float(c)) for x, c in zip(ds.X[i, t], v50))
-                    for t, w in enumerate(_softmax_mp(ds.X[i], p50))
-                )
-            )
-            for i in range(ds.n)
-        )
+        u50 = hp.prompt_outputs(ds, run.final["p"], run.final["v"])[2]  # Y_i f(X_i; v, p) at 50 digits
+        fit = min(hp.signed_float(u) for u in u50)
     ref = gd.run(ds, param="vp", algo="ngd", lr=lr, steps=L, init={"v": v0, "p": p0})
     a = np.concatenate([v50, p50])
     b = np.concatenate([np.asarray(ref.v).ravel(), np.asarray(ref.p).ravel()])
@@ -243,13 +235,3 @@ def mm_vp_benign_many_tokens_confirm(case, outcome):
         return Outcome(inconclusive=f"margin {m:.3g} too close to 0 to decide", detail=det)
     return Outcome(ok=m > 0, margin=m, detail=det)
 
-
-def _softmax_mp(X, p):
-    """The softmax of the logits $Xp$ at the working mpmath precision (``p`` floats)."""
-    import mpmath as mp
-
-    logits = [mp.fsum(mp.mpf(float(x)) * mp.mpf(float(c)) for x, c in zip(row, p)) for row in X]
-    top = max(logits)
-    e = [mp.exp(z - top) for z in logits]
-    s = mp.fsum(e)
-    return [z / s for z in e]
