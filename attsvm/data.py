@@ -33,7 +33,8 @@ algorithm written for cross-attention serves the other forms too. It is built on
 (:func:`flat_once`), its arrays read-only like the data set's own: a data set is never changed after construction.
 
 Next-token data (kind ``"ntp"``: a vocabulary, token ids and labels) is :class:`attsvm.ntp.data.NTPData`;
-:func:`load` and :func:`from_mapping` return one for a file or mapping of that kind.
+:func:`load` and :func:`from_mapping` return one for a file or mapping of that kind; in-context classification
+data (kind ``"icl"``: contexts, labels, queries) is :class:`attsvm.icl.ICLData`, likewise.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from .arrays import as_float, frozen
 from .errors import InputError
 
 if TYPE_CHECKING:
+    from .icl import ICLData
     from .ntp.data import NTPData
 
 KINDS = ("cross", "self", "sequence", "causal")
@@ -477,11 +479,18 @@ def shape_selection(alpha: Any, xshape: tuple[int, ...], kind: str, Z: Any = Non
     raise InputError(f"{flag}: expected {size} token indices, got {alpha.size}")
 
 
-def from_mapping(m: dict[str, Any], source: str = "input", alpha: Any = None) -> Dataset | NTPData:
+def from_mapping(m: dict[str, Any], source: str = "input", alpha: Any = None) -> Dataset | NTPData | ICLData:
     """Build a data set from a mapping of field names (as in a .npz or .json file). ``alpha``: an explicit flat
     selection (:func:`shape_selection`) that replaces the file's own; then a tie for the optimal token is
     allowed (the selection is named, so the tie does not decide anything). A mapping of kind ``"ntp"`` is
-    next-token data (:func:`attsvm.ntp.data.from_mapping`; ``alpha`` does not apply: the labels select)."""
+    next-token data (:func:`attsvm.ntp.data.from_mapping`; ``alpha`` does not apply: the labels select), one of kind
+    ``"icl"`` in-context classification data (:func:`attsvm.icl.from_mapping`)."""
+    if _kind_of(m) == "icl":
+        from .icl import from_mapping as icl_from_mapping  # lazy: attsvm.icl imports this module
+
+        if alpha is not None:
+            raise InputError(f"{source}: --alpha does not apply to in-context data (the selection is alpha = 0)")
+        return icl_from_mapping(m, source)
     if _kind_of(m) == "ntp":
         from .ntp.data import from_mapping as ntp_from_mapping  # lazy: attsvm.ntp.data imports this module
 
@@ -525,7 +534,7 @@ def _kind_of(m: dict[str, Any]) -> str | None:
     return None
 
 
-def load(path: str | os.PathLike, alpha: Any = None) -> Dataset | NTPData:
+def load(path: str | os.PathLike, alpha: Any = None) -> Dataset | NTPData | ICLData:
     """Load a data set from ``.npz`` (``allow_pickle=False``) or ``.json``; one-line errors. ``alpha``: an
     explicit flat selection replacing the file's own (:func:`from_mapping`)."""
     p = Path(path)
@@ -559,7 +568,7 @@ def load(path: str | os.PathLike, alpha: Any = None) -> Dataset | NTPData:
     return from_mapping(m, str(p), alpha)
 
 
-def save(ds: Dataset | NTPData, path: str | os.PathLike) -> Path:
+def save(ds: Dataset | NTPData | ICLData, path: str | os.PathLike) -> Path:
     """Save ``ds`` as ``.npz`` (default; another suffix gets ``.npz`` appended) or ``.json``, atomically
     (:func:`attsvm.outputs.atomic`: nothing half-written on failure); return the path written."""
     from . import outputs
@@ -577,7 +586,7 @@ def save(ds: Dataset | NTPData, path: str | os.PathLike) -> Path:
     return p
 
 
-def subset(ds: Dataset | NTPData, idx: Any) -> Dataset | NTPData:
+def subset(ds: Dataset | NTPData, idx: Any) -> Dataset | NTPData | ICLData:
     r"""The sub-batch $(\mathtt{ds}_b)_{b\in\mathtt{idx}}$ of a batched data set, in the order of ``idx`` (an index
     array, a boolean mask of length B or a slice): a batch again (also of one), of the same kind, query index,
     selection (a given ``alpha`` is kept) and, for next-token data (:class:`attsvm.ntp.NTPData`), the same

@@ -1137,3 +1137,30 @@ def batch(name: str, runs: int, seed: int = 0, **params: Any) -> Dataset:
     rng = np.random.default_rng(seed)
     sz = p.draw_sizes(lambda lo, hi: rng.integers(lo, hi + 1))
     return p.build(_RngSource(rng), (int(runs),), sz)
+
+
+# ---------------------------------------------------------------------- in-context classification (icl)
+# One separated block (Frei & Vardi, arXiv 2410.01774; :mod:`attsvm.icl`): sizes n (the tasks B), N (the context
+# length), d; options R (the radius of the task means) and p_flip (the label-flip rate). Both sources draw the same
+# law through one construction: mean directions (a zero draw becomes e_1), fair labels, Gaussian noise, flips.
+def _make_icl(src, lead, n: int, N: int, d: int, R: float = 1.0, p_flip: float = 0.0) -> Any:
+    r"""In-context classification data (:class:`attsvm.icl.ICLData`) of the law of :mod:`attsvm.icl`:
+    $\mu_\tau=R\,\hat g_\tau$, $x_{\tau i}=y_{\tau i}\mu_\tau+z_{\tau i}$, then each label flipped when a uniform draw
+    is below ``p_flip``; valid by construction (labels $\pm1$, finite entries)."""
+    from .icl import ICLData
+
+    mu = R * _unit_rows(src.gaussians((*lead, n, d)))
+    y = _signs(src, (*lead, n, N + 1))
+    x = y[..., None] * mu[..., None, :] + src.gaussians((*lead, n, N + 1, d))
+    if p_flip > 0:
+        y = np.where(src.floats((*lead, n, N + 1), 0.0, 1.0) < p_flip, -y, y)
+    return ICLData(x[..., :N, :], y[..., :N], x[..., N, :], y[..., N], R, p_flip)
+
+
+_SCHEMA["icl"] = (
+    _make_icl,
+    {"n": Size((2, 8), 1, 10_000), "N": Size((1, 10), 1, 10_000), "d": Size((2, 6), 1, 1000)},
+    {"R": Option(float, lo=1e-3, hi=1e3), "p_flip": Option(float, lo=0.0, hi=0.49)},
+)
+icl = _wrap("icl")
+STRATEGIES["icl"] = icl
