@@ -147,6 +147,21 @@ class ICLData:
         return self.contexts.shape[-1]
 
     @property
+    def n(self) -> int:
+        """The sizes a claim report names (``n``, ``T``, ``d``, ``K``): ``n`` the tasks $B$."""
+        return self.tasks
+
+    @property
+    def T(self) -> int:
+        """For the sizes of a claim report: the context length $N$."""
+        return self.N
+
+    @property
+    def K(self) -> None:
+        """No per-input query count (the sizes of a claim report)."""
+        return None
+
+    @property
     def mu_hat(self) -> np.ndarray:
         r"""$\hat\mu_\tau=\frac1N\sum_iy_{\tau i}x_{\tau i}$, shape (..., B, d)."""
         return np.einsum("...n,...nd->...d", self.labels, self.contexts) / self.N
@@ -320,7 +335,8 @@ def stationarity(W: np.ndarray, data: ICLData, active: float) -> dict[str, Any]:
 
 def stationarity_lower_bound(W: np.ndarray, data: ICLData, active: float, prec: int = 200) -> float:
     r"""A rigorous lower bound (ball arithmetic, :mod:`attsvm.ball.linalg`) of the residual $r$ of
-    :func:`stationarity`, with $W$'s float64 entries and the data taken as exact: the cone
+    :func:`stationarity`, with $W$ (float64 entries, or nested ``mpf`` of a 50-digit replay) and the data taken as
+    exact: the cone
     $\{\sum_S\lambda_\tau A_\tau:\lambda\ge0\}$ lies in the span of the $A_\tau$, $\tau\in S$, so
     $r\ge\mathrm{dist}(\hat W,\mathrm{span})/\|\hat W\|_F$ (scale-free: computed for $W$), the least-squares
     residual, enclosed by solving the normal equations in balls. $S$ is taken as large as rounding allows (every
@@ -337,7 +353,7 @@ def stationarity_lower_bound(W: np.ndarray, data: ICLData, active: float, prec: 
         raise InputError("stationarity_lower_bound takes a single in-context data set")
     a, b = factors(data)
     with workprec(prec):
-        Wb, ab, bb = arbs(np.asarray(W, dtype=np.float64)), arbs(a), arbs(b)
+        Wb, ab, bb = arbs(W), arbs(a), arbs(b)
         marg = [sum((ab[t, i] * Wb[i, j] * bb[t, j] for i in range(data.d) for j in range(data.d)), arb(0))
                 for t in range(data.tasks)]  # fmt: skip
         low = min(marg, key=lambda x: float(x.mid()))
