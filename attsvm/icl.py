@@ -146,20 +146,33 @@ class ICLData:
     def d(self) -> int:
         return self.contexts.shape[-1]
 
+    # the attention view (the Att-SVM encoding of :func:`as_attention`), for code that reads a data set's sizes and
+    # tokens: n inputs (the tasks), T = 2 tokens (y mu_hat and 0), the queries, no per-input query count
     @property
     def n(self) -> int:
-        """The sizes a claim report names (``n``, ``T``, ``d``, ``K``): ``n`` the tasks $B$."""
+        """The tasks $B$: the inputs of the attention encoding."""
         return self.tasks
 
     @property
     def T(self) -> int:
-        """For the sizes of a claim report: the context length $N$."""
-        return self.N
+        r"""2: the tokens $y_\tau\hat\mu_\tau$ and $0$ of the attention encoding."""
+        return 2
 
     @property
     def K(self) -> None:
-        """No per-input query count (the sizes of a claim report)."""
+        """No per-input query count."""
         return None
+
+    @property
+    def X(self) -> np.ndarray:
+        r"""The tokens of the attention encoding, (..., B, 2, d): $x_{\tau0}=y_\tau\hat\mu_\tau$, $x_{\tau1}=0$."""
+        a = factors(self)[0]
+        return np.stack([a, np.zeros_like(a)], axis=-2)
+
+    @property
+    def Z(self) -> np.ndarray:
+        """The queries of the attention encoding, (..., B, d)."""
+        return self.queries
 
     @property
     def mu_hat(self) -> np.ndarray:

@@ -1146,14 +1146,21 @@ def batch(name: str, runs: int, seed: int = 0, **params: Any) -> Dataset:
 def _make_icl(src, lead, n: int, N: int, d: int, R: float = 1.0, p_flip: float = 0.0) -> Any:
     r"""In-context classification data (:class:`attsvm.icl.ICLData`) of the law of :mod:`attsvm.icl`:
     $\mu_\tau=R\,\hat g_\tau$, $x_{\tau i}=y_{\tau i}\mu_\tau+z_{\tau i}$, then each label flipped when a uniform draw
-    is below ``p_flip``; valid by construction (labels $\pm1$, finite entries)."""
+    is below ``p_flip``; valid by construction (labels $\pm1$, finite entries, $\hat\mu_\tau\ne0$: a task whose
+    $\hat\mu_\tau$ is exactly 0 takes its noise-free, unflipped inputs $x_{\tau i}=y_{\tau i}\mu_\tau$, so
+    $\hat\mu_\tau=\mu_\tau$ and the two tokens of the attention encoding differ)."""
     from .icl import ICLData
 
     mu = R * _unit_rows(src.gaussians((*lead, n, d)))
     y = _signs(src, (*lead, n, N + 1))
     x = y[..., None] * mu[..., None, :] + src.gaussians((*lead, n, N + 1, d))
+    clean = y
     if p_flip > 0:
         y = np.where(src.floats((*lead, n, N + 1), 0.0, 1.0) < p_flip, -y, y)
+    zero = ~np.any(np.einsum("...n,...nd->...d", y[..., :N], x[..., :N, :]) != 0, axis=-1)
+    if np.any(zero):  # a context with mu_hat = 0 exactly (the two tokens would coincide): its noise-free, clean form
+        x = np.where(zero[..., None, None], clean[..., None] * mu[..., None, :], x)
+        y = np.where(zero[..., None], clean, y)
     return ICLData(x[..., :N, :], y[..., :N], x[..., N, :], y[..., N], R, p_flip)
 
 

@@ -59,7 +59,9 @@ def test_bad_fields_are_one_line_input_errors(field, value, needle):
 
 def test_arrays_are_read_only_and_sizes():
     D = small(p_flip=0.2)
-    assert (D.tasks, D.N, D.d, D.n, D.T, D.K, D.kind) == (5, 4, 3, 5, 4, None, "icl")
+    assert (D.tasks, D.N, D.d, D.n, D.T, D.K, D.kind) == (5, 4, 3, 5, 2, None, "icl")
+    att = icl.as_attention(D)  # the attention view is the encoding's
+    assert np.array_equal(D.X, att.X) and np.array_equal(D.Z, att.Z)
     with pytest.raises(ValueError):
         D.contexts[0, 0, 0] = 1.0
 
