@@ -146,6 +146,22 @@ def test_gd_through_the_engine_is_gd_on_the_logistic_loss():
     assert np.allclose(one, lr * 0.5 * A / D.tasks, rtol=1e-13, atol=0)  # l'(0) = -1/2 for every task
 
 
+def test_the_multiclass_route_gives_the_same_gd():
+    """Binary logistic loss = 2-class cross-entropy on h = vec(mu_hat x^T) (:mod:`attsvm.multiclass`): from 0 the two
+    class rows stay opposite, so w_0 - w_1 follows GD on the logistic loss at twice the step."""
+    from attsvm import multiclass as mc
+
+    D = small(d=3, B=5, N=4, R=1.5, seed=4)
+    H = np.stack([np.outer(D.mu_hat[t], D.queries[t]).ravel() for t in range(D.tasks)])
+    c = (D.query_labels < 0).astype(np.int64)  # class 0 for y = +1
+    lr, steps = 0.4, 20
+    Wmc = gd.run(mc.as_ntp(H, c, 2), algo="gd", loss="nll", lr=lr / 2, steps=steps).W[0]
+    blk = mc.block(Wmc, 2)
+    assert np.allclose(blk[0], -blk[1], atol=1e-14)
+    ours = gd.run(icl.as_ntp(D), algo="gd", loss="nll", lr=lr, steps=steps).W[0]
+    assert np.allclose((blk[0] - blk[1]).reshape(D.d, D.d), ours, rtol=0, atol=1e-12 * np.abs(ours).max())
+
+
 def test_batched_ntp_encoding_runs_each_draw():
     B = small(runs=3)
     r = gd.run(icl.as_ntp(B), algo="gd", loss="nll", lr=0.5, steps=10)
