@@ -148,16 +148,17 @@ def _confirm_direction(case, outcome):
     examples=16,
     ci_examples=16,
     expect="false",
-    finding="refuted with a confirmed counterexample (settled 2026-12-05, seed 0, 16/16 runs fail): with "
-    "R = 5 sqrt(d) the first step (l'(0) = -1/2 for every task) already gives every "
-    "task a margin of order R^2 (about 30 at d = 5), after which the logistic gradients are of order e^-30 and the "
-    "iterate does not move in float64 (W_300 = W_1 to rounding; the authors' W is one GD step, the mean of the "
-    "constraint matrices). Its least-margin task is alone in the 5%-active set and the stationarity residual is "
-    "about 0.9 in every run, against 0 at W^mm (whose support is most of the tasks). The confirmation replays the "
-    "300 steps at 50 digits and bounds the residual from below in ball arithmetic (distance to the span of the "
-    "possibly active constraint matrices). At R = 1 (icl-gd-direction) GD moves, 1 - corr to W^mm falls to about "
-    "1e-2 within 10^4 steps, yet the 5%-KKT residual is still large there: the direction converges long before "
-    "the margins equalise (numerics/icl.py records the first step at which the test passes).",
+    finding="refuted with a confirmed counterexample (settled 2026-12-05, seed 0, 16/16 runs fail; residual "
+    "0.85-0.97, lower bound 0.93 in balls at run 0): with R = 5 sqrt(d) the first step (l'(0) = -1/2 for every "
+    "task) already gives every task a margin of 8.5-18.5 at d = 5 (about 31 at d = 10), after which the logistic "
+    "gradients are of order e^-9 to e^-19 and steps 2-300 move W by 1e-6 to 2e-2 relative: the authors' W is "
+    "essentially one GD step, the mean of the constraint matrices. Its least-margin task is alone in the 5%-active "
+    "set, against 0 at W^mm (whose support is most of the tasks). The confirmation replays the 300 steps at 50 "
+    "digits and bounds the residual from below in ball arithmetic (distance to the span of the possibly active "
+    "constraint matrices). At R = 1, step 1 (the regime of icl-gd-direction) GD moves: 1 - corr to W^mm falls to "
+    "2e-3 - 1e-2 by 10^5 steps, yet the 5%-KKT residual is still 0.27-0.94 and the test passes in 0/8 runs within "
+    "10^5 steps (numerics/icl.py, checked every 500 steps): the direction converges long before the margins "
+    "equalise.",
 )
 def icl_kkt_finite_t(case):
     import numpy as np
