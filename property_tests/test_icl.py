@@ -220,3 +220,17 @@ def test_batch_strategy_is_seeded_and_validated():
     assert np.all(np.isfinite(mu)) and set(np.unique(a.labels)) <= {-1.0, 1.0}
     with pytest.raises(InputError, match="p_flip"):
         S.batch("icl", 2, n=2, N=2, d=2, p_flip=0.6)
+
+
+def test_cli_solve_takes_in_context_files(tmp_path, capsys):
+    from attsvm.cli import main
+
+    D = small(seed=6)
+    p = data_mod.save(D, tmp_path / "icl.npz")
+    assert main(["solve", str(p), "--certify", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    W = np.asarray(out["W"], dtype=float)
+    assert direct_margins(W, D).min() == pytest.approx(1.0, abs=1e-9)  # the ICL margins, written here
+    assert np.allclose(W, svm.wmm(icl.as_attention(D)), atol=1e-12)
+    assert main(["solve", str(p), "--alpha", "0"]) == 2
+    assert capsys.readouterr().err.startswith("error:")

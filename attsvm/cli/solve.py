@@ -18,6 +18,8 @@ file of integers. ``gensvm`` uses the singleton selected sets $\\mathcal O_i=\\{
 (leading axis B) is solved item by item; ``--json`` then prints ``{"solutions": [...]}``.
 ``--program ntp``: the graph SVM of next-token prediction (:func:`attsvm.ntp.svm.solve_graph_svm`) for a
 next-token data file (kind ``ntp``), norms ``fro`` / ``nuc`` only, no ``--alpha`` (the labels select).
+In-context classification data (kind ``icl``, :mod:`attsvm.icl`) is solved through its exact Att-SVM encoding
+(:func:`attsvm.icl.as_attention`, selection 0 given): the max-margin $W$ of the tasks' margin constraints.
 Exit 0 solved, 1 infeasible (a Farkas certificate is reported) or a certificate that did not verify,
 2 bad input.
 """
@@ -67,6 +69,10 @@ def run(args: argparse.Namespace) -> int:
 
     ds = load(args.data, parse_alpha(args.alpha))
     items = list(ds) if ds.batched else [ds]
+    if ds.kind == "icl":  # in-context data: the max-margin programs of its exact Att-SVM encoding (alpha = 0)
+        from ..icl import as_attention
+
+        items = [as_attention(it) for it in items]
     if args.program == "ntp" or ds.kind == "ntp":
         sols = _solve_ntp(args, ds, items)
     else:
