@@ -162,7 +162,7 @@ def plot(res: dict):
         ax.set_xscale("log")
         ax.set_xlabel(xl)
         ax.set_ylabel("accuracy")
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=8)
     axs[0, 0].set_title(f"$d={s['d']}$, $N={s['N_train']}$", fontsize=9)
     axs[0, 1].set_title(f"$d=B={s['d']}$", fontsize=9)
     ax = axs[1, 0]
@@ -175,7 +175,7 @@ def plot(res: dict):
     ax.set_xlabel("flip rate $p$")
     ax.set_ylabel("accuracy")
     ax.set_title(f"benign: $d=B={s['benign_d']}$, test context {s['M_benign']}", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=8)
     ax = axs[1, 1]
     st = res["direction"]["steps"]
     for i, r in enumerate(res["direction"]["runs"]):
@@ -186,7 +186,7 @@ def plot(res: dict):
     ax.set_yscale("log")
     ax.set_xlabel("GD step $t$ ($R=1$, step 1)")
     ax.set_title("GD vs the certified $W^{mm}$ ($d=4$, $B=8$)", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=8)
     return fig
 
 
