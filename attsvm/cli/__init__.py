@@ -83,7 +83,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    try:  # a subcommand's import can fail on a broken install (e.g. no built-in collection): one line, exit 2
+        parser = build_parser()
+    except AttsvmError as exc:
+        if "--debug" in (sys.argv[1:] if argv is None else argv):
+            traceback.print_exc()
+        else:
+            sys.stderr.write(f"error: {_one_line(exc)}\n")
+        return exc.exit_code
     args = parser.parse_args(argv)
     if not getattr(args, "_run", None):
         parser.print_help(sys.stderr)
