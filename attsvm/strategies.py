@@ -53,6 +53,10 @@ name                 what it promises                                        num
                      $T-1$ Gaussian noise tokens orthogonal to it, labels
                      flipped w.p. ``eta``, $\rho=\kappa\sqrt{d/n}$ (``kappa``);
                      ``ds.alpha`` the benign selection ($d\ge3$)
+``icl``              in-context classification (2410.01774,                 Gaussians (means, noise),
+                     :class:`~attsvm.icl.ICLData`): $n$ tasks, context $N$,    uniform floats (labels, flips)
+                     $x=y\mu_\tau+z$, $\|\mu_\tau\|=R$ (``R``), labels flipped
+                     w.p. ``p_flip``; $\hat\mu_\tau\ne0$ by construction
 ``ntp``              next-token data (:class:`~attsvm.ntp.data.NTPData`):     dyadic embeddings, ids and label
                      $T$ distinct ids per sequence, embeddings pairwise       positions as integers, towards 0
                      distinct, the label in its sequence; ``vocab``           (ids ``0, 1, ...``)
@@ -800,6 +804,31 @@ _BENIGN_OPTIONS = {"kappa": Option(float, lo=1e-3, hi=1e3), "eta": Option(float,
 # ---------------------------------------------------------------------- end benign overfitting
 
 
+# ---------------------------------------------------------------------- in-context classification (icl)
+# One separated block (Frei & Vardi, arXiv 2410.01774; :mod:`attsvm.icl`): sizes n (the tasks B), N (the context
+# length), d; options R (the radius of the task means) and p_flip (the label-flip rate). Both sources draw the same
+# law through one construction: mean directions (a zero draw becomes e_1), fair labels, Gaussian noise, flips.
+def _make_icl(src, lead, n: int, N: int, d: int, R: float = 1.0, p_flip: float = 0.0) -> Any:
+    r"""In-context classification data (:class:`attsvm.icl.ICLData`) of the law of :mod:`attsvm.icl`:
+    $\mu_\tau=R\,\hat g_\tau$, $x_{\tau i}=y_{\tau i}\mu_\tau+z_{\tau i}$, then each label flipped when a uniform draw
+    is below ``p_flip``; valid by construction (labels $\pm1$, finite entries, $\hat\mu_\tau\ne0$: a task whose
+    $\hat\mu_\tau$ is exactly 0 takes its noise-free, unflipped inputs $x_{\tau i}=y_{\tau i}\mu_\tau$, so
+    $\hat\mu_\tau=\mu_\tau$ and the two tokens of the attention encoding differ)."""
+    from .icl import ICLData
+
+    mu = R * _unit_rows(src.gaussians((*lead, n, d)))
+    y = _signs(src, (*lead, n, N + 1))
+    x = y[..., None] * mu[..., None, :] + src.gaussians((*lead, n, N + 1, d))
+    clean = y
+    if p_flip > 0:
+        y = np.where(src.floats((*lead, n, N + 1), 0.0, 1.0) < p_flip, -y, y)
+    zero = ~np.any(np.einsum("...n,...nd->...d", y[..., :N], x[..., :N, :]) != 0, axis=-1)
+    if np.any(zero):  # a context with mu_hat = 0 exactly (the two tokens would coincide): its noise-free, clean form
+        x = np.where(zero[..., None, None], clean[..., None] * mu[..., None, :], x)
+        y = np.where(zero[..., None], clean, y)
+    return ICLData(x[..., :N, :], y[..., :N], x[..., N, :], y[..., N], R, p_flip)
+
+
 _BITS = Option(int, lo=1, hi=16)
 # name -> (construction, sizes in draw order, options). The paper law needs d >= 2: unit-norm 1-D tokens are
 # +-1 (ties). overparam derives d from n, T and d_extra.
@@ -819,6 +848,11 @@ _SCHEMA: dict[str, tuple[Callable[..., Dataset], dict[str, Size], dict[str, Opti
     "prompt": (_make_prompt, _sizes(d=2), {}),
     "self_attention": (_make_self, _sizes(d=2), {}),
     "benign": (_make_benign, _sizes(d=3), _BENIGN_OPTIONS),  # benign overfitting (2410.07746)
+    "icl": (
+        _make_icl,
+        {"n": Size((2, 8), 1, 10_000), "N": Size((1, 10), 1, 10_000), "d": Size((2, 6), 1, 1000)},
+        {"R": Option(float, lo=1e-3, hi=1e3), "p_flip": Option(float, lo=0.0, hi=0.49)},
+    ),  # in-context classification (2410.01774)
     "ntp": (
         _make_ntp,
         {"n": Size((1, 4), 1, 10_000), "T": Size((2, 4), 2), "K": Size((2, 6), 2), "d": Size((2, 8), 2)},
@@ -1058,6 +1092,7 @@ prompt = _wrap("prompt")
 self_attention = _wrap("self_attention")
 ntp = _wrap("ntp")
 benign = _wrap("benign")  # benign overfitting (2410.07746)
+icl = _wrap("icl")  # in-context classification (2410.01774)
 
 STRATEGIES: dict[str, Callable[..., Any]] = {
     "paper": paper,
@@ -1074,6 +1109,7 @@ STRATEGIES: dict[str, Callable[..., Any]] = {
     "self_attention": self_attention,
     "ntp": ntp,
     "benign": benign,
+    "icl": icl,
 }
 
 
@@ -1137,37 +1173,3 @@ def batch(name: str, runs: int, seed: int = 0, **params: Any) -> Dataset:
     rng = np.random.default_rng(seed)
     sz = p.draw_sizes(lambda lo, hi: rng.integers(lo, hi + 1))
     return p.build(_RngSource(rng), (int(runs),), sz)
-
-
-# ---------------------------------------------------------------------- in-context classification (icl)
-# One separated block (Frei & Vardi, arXiv 2410.01774; :mod:`attsvm.icl`): sizes n (the tasks B), N (the context
-# length), d; options R (the radius of the task means) and p_flip (the label-flip rate). Both sources draw the same
-# law through one construction: mean directions (a zero draw becomes e_1), fair labels, Gaussian noise, flips.
-def _make_icl(src, lead, n: int, N: int, d: int, R: float = 1.0, p_flip: float = 0.0) -> Any:
-    r"""In-context classification data (:class:`attsvm.icl.ICLData`) of the law of :mod:`attsvm.icl`:
-    $\mu_\tau=R\,\hat g_\tau$, $x_{\tau i}=y_{\tau i}\mu_\tau+z_{\tau i}$, then each label flipped when a uniform draw
-    is below ``p_flip``; valid by construction (labels $\pm1$, finite entries, $\hat\mu_\tau\ne0$: a task whose
-    $\hat\mu_\tau$ is exactly 0 takes its noise-free, unflipped inputs $x_{\tau i}=y_{\tau i}\mu_\tau$, so
-    $\hat\mu_\tau=\mu_\tau$ and the two tokens of the attention encoding differ)."""
-    from .icl import ICLData
-
-    mu = R * _unit_rows(src.gaussians((*lead, n, d)))
-    y = _signs(src, (*lead, n, N + 1))
-    x = y[..., None] * mu[..., None, :] + src.gaussians((*lead, n, N + 1, d))
-    clean = y
-    if p_flip > 0:
-        y = np.where(src.floats((*lead, n, N + 1), 0.0, 1.0) < p_flip, -y, y)
-    zero = ~np.any(np.einsum("...n,...nd->...d", y[..., :N], x[..., :N, :]) != 0, axis=-1)
-    if np.any(zero):  # a context with mu_hat = 0 exactly (the two tokens would coincide): its noise-free, clean form
-        x = np.where(zero[..., None, None], clean[..., None] * mu[..., None, :], x)
-        y = np.where(zero[..., None], clean, y)
-    return ICLData(x[..., :N, :], y[..., :N], x[..., N, :], y[..., N], R, p_flip)
-
-
-_SCHEMA["icl"] = (
-    _make_icl,
-    {"n": Size((2, 8), 1, 10_000), "N": Size((1, 10), 1, 10_000), "d": Size((2, 6), 1, 1000)},
-    {"R": Option(float, lo=1e-3, hi=1e3), "p_flip": Option(float, lo=0.0, hi=0.49)},
-)
-icl = _wrap("icl")
-STRATEGIES["icl"] = icl
