@@ -234,4 +234,3 @@ def mm_vp_benign_many_tokens_confirm(case, outcome):
     if abs(m) <= 1e-6:
         return Outcome(inconclusive=f"margin {m:.3g} too close to 0 to decide", detail=det)
     return Outcome(ok=m > 0, margin=m, detail=det)
-
