@@ -197,6 +197,8 @@ def input_tables(
         raise ValueError("input_tables takes a single data set (index a batch first)")
     if ds.kind == "ntp":
         return _ntp_tables(ds, inputs, max_tokens, max_cols, digits, source)
+    if ds.kind == "icl":
+        return _icl_tables(ds, inputs, max_tokens, max_cols, digits, source)
     n, T, d, K = ds.n, ds.T, ds.d, ds.K
     seq = K is not None
     gam = np.asarray(ds.scores)  # (n, T) or (n, K, T)
@@ -273,6 +275,42 @@ def _ntp_tables(ds: Any, inputs: int, max_tokens: int, max_cols: int, digits: in
     if len(shown) < n:
         note.append(f"; sequences 0-{len(shown) - 1} of {n} shown")
     cut = len(shown) < n or None in ts or None in js
+    if cut:
+        note.append("; tables abbreviated")
+    if source:
+        note.append(f"; exact values{' of every entry' if cut else ''}: {source}")
+    return DataTables(tuple(tables), tuple(note))
+
+
+def _icl_tables(ds: Any, inputs: int, max_tokens: int, max_cols: int, digits: int, source: str | None) -> DataTables:
+    r"""In-context data (:class:`attsvm.icl.ICLData`): per task $\tau$ a row per context example $x_{\tau i}$ (its
+    coordinates and label $y_{\tau i}$), then the query $x_\tau$ (bold) with its label; the caption gives the task's
+    $\hat\mu_\tau$."""
+    B, N, d = ds.tasks, ds.N, ds.d
+    cs, js = keep(N, max_tokens), keep(d, max_cols)
+    shown = list(range(min(B, max(1, int(inputs)))))
+    header = (Cell(""), *(Cell(CDOTS if j is None else Num(str(j))) for j in js), Cell("label"))
+    mu = np.asarray(ds.mu_hat)
+    tables = []
+    for k in shown:
+        rows = []
+        for i in cs:
+            if i is None:
+                rows.append(tuple(Cell(VDOTS) for _ in header))
+                continue
+            xs = [Cell(CDOTS if j is None else number(ds.contexts[k, i, j], digits)) for j in js]
+            lab = Cell(Num(str(int(ds.labels[k, i]))))
+            rows.append((Cell(Math(r"x_{" + f"{k},{i}" + "}")), *xs, lab))
+        q = [Cell(CDOTS if j is None else number(ds.queries[k, j], digits), bold=True) for j in js]
+        rows.append((Cell(Math(r"x_{" + str(k) + "}")), *q, Cell(Num(str(int(ds.query_labels[k]))), bold=True)))
+        cap: list[Any] = [f"task {k}: context of {N}, query last (bold); ", Math(r"\hat\mu_{" + str(k) + "}=")]
+        cap.append(vector_math(mu[k], digits, 6))
+        tables.append(Table(header, tuple(rows), tuple(cap)))
+    note: list[str] = [f"B={B} tasks, N={N}, d={d} (in-context data); entries to {digits} significant digits, "]
+    note.append("indices from 0 as in the data file")
+    if len(shown) < B:
+        note.append(f"; tasks 0-{len(shown) - 1} of {B} shown")
+    cut = len(shown) < B or None in cs or None in js
     if cut:
         note.append("; tables abbreviated")
     if source:

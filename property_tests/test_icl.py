@@ -234,3 +234,20 @@ def test_cli_solve_takes_in_context_files(tmp_path, capsys):
     assert np.allclose(W, svm.wmm(icl.as_attention(D)), atol=1e-12)
     assert main(["solve", str(p), "--alpha", "0"]) == 2
     assert capsys.readouterr().err.startswith("error:")
+
+
+def test_counterexample_tables_show_the_tasks():
+    """A refuted in-context claim's report shows its data: per task the context rows and the query (issue 29: the
+    markdown report of icl-kkt-finite-t crashed on ICLData)."""
+    from attsvm.tables import input_tables
+
+    data = icl.generate(d=3, B=3, N=4, R=2.0, p_flip=0.2, seed=5)
+    t = input_tables(data, inputs=2, source="f.npz")
+    assert len(t.tables) == 2 and any("2 of 3" in str(x) or "0-1 of 3" in str(x) for x in t.note)
+    rows = t.tables[1].rows
+    assert len(rows) == 4 + 1  # four context examples, then the query
+    for i in range(4):
+        assert [float(c.value) for c in rows[i][1:4]] == pytest.approx(data.contexts[1, i], rel=1e-5)
+        assert int(rows[i][4].value) == int(data.labels[1, i])
+    assert [float(c.value) for c in rows[4][1:4]] == pytest.approx(data.queries[1], rel=1e-5)
+    assert int(rows[4][4].value) == int(data.query_labels[1]) and rows[4][1].bold
