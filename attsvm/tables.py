@@ -303,8 +303,8 @@ def _icl_tables(ds: Any, inputs: int, max_tokens: int, max_cols: int, digits: in
             rows.append((Cell(Math(r"x_{" + f"{k},{i}" + "}")), *xs, lab))
         q = [Cell(CDOTS if j is None else number(ds.queries[k, j], digits), bold=True) for j in js]
         rows.append((Cell(Math(r"x_{" + str(k) + "}")), *q, Cell(Num(str(int(ds.query_labels[k]))), bold=True)))
-        cap: list[Any] = [f"task {k}: context of {N}, query last (bold); ", Math(r"\hat\mu_{" + str(k) + "}=")]
-        cap.append(vector_math(mu[k], digits, 6))
+        mu_k = Math(r"\hat\mu_{" + str(k) + "}=" + vector_math(mu[k], digits, 6))
+        cap: list[str] = [f"task {k}: context of {N}, query last (bold); ", mu_k]
         tables.append(Table(header, tuple(rows), tuple(cap)))
     note: list[str] = [f"B={B} tasks, N={N}, d={d} (in-context data); entries to {digits} significant digits, "]
     note.append("indices from 0 as in the data file")

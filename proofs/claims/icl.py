@@ -135,7 +135,7 @@ def _confirm_direction(case, outcome):
 @claim(
     id="icl-kkt-finite-t",
     title="In-context classification: at the authors' stopping step (lr 0.01, 300 steps, R = 5 sqrt(d), N = 40) the "
-    "normalised GD iterate satisfies the max-margin KKT conditions to 5%",
+    "GD iterate (scaled to least margin 1) satisfies the max-margin KKT conditions to 5%",
     origin="conjecture",
     source="reviewers' question on arXiv 2410.01774 (OpenReview, ICLR 2025): does the trained transformer of the "
     "experiments already sit at the KKT point the analysis uses? The schedule is the authors' code "
