@@ -175,8 +175,10 @@ def test_k_with_list_on_the_builtin_collection(tmp_path, expr, keep):
 
 
 def test_k_examples_select_what_the_issue_says(tmp_path):
-    # word match on the id: "rank" selects kq-incremental-rank (issue 28) as well as svm-rank
-    assert _listed(_cli("-k", "rank or kkt", "--list", cwd=tmp_path)) == ["kq-incremental-rank", "svm-kkt", "svm-rank"]
+    # word match on the id: "rank" selects kq-incremental-rank (issue 28) as well as svm-rank, "kkt" icl-kkt-finite-t
+    # (issue 29) as well as svm-kkt
+    want = ["icl-kkt-finite-t", "kq-incremental-rank", "svm-kkt", "svm-rank"]
+    assert _listed(_cli("-k", "rank or kkt", "--list", cwd=tmp_path)) == want
     gd = _listed(_cli("-k", "gd and not kq", "--list", cwd=tmp_path))
     assert "kq-gd-nuclear" not in gd and {"gd-local-cone", "prompt-gd-pmm"} <= set(gd)
     assert "grad-closed-form" not in gd  # substring of the id, not a fuzzy match
