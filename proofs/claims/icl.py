@@ -101,14 +101,17 @@ def icl_gd_direction(case):
 
 @icl_gd_direction.confirm
 def _confirm_direction(case, outcome):
-    """The failing run replayed at 50 digits; 1 - corr against the exact rational W^mm of the Frobenius certificate,
-    in ball arithmetic, at the last step and at half the steps."""
+    """The failing run's GD iterates at half the steps and at the end, enclosed by the ball-arithmetic replay
+    (:meth:`attsvm.kit.Kit.gd` on the ball kit: rigorous); where the balls cannot follow the run, the 50-digit
+    replay (:func:`attsvm.highprec.replay`, labelled high precision). 1 - corr against the exact rational W^mm of
+    the Frobenius certificate, in balls."""
     import numpy as np
 
     from attsvm import highprec as hp
     from attsvm import icl, svm
     from attsvm.ball.linalg import corr
     from attsvm.ball.numbers import arbs
+    from attsvm.kit import Kit, Undecidable
     from attsvm.tolerances import tol
 
     h = case.hypotheses
@@ -118,18 +121,27 @@ def _confirm_direction(case, outcome):
     if not cert.get("verified"):
         return Outcome(ok=True, inconclusive="the Frobenius certificate of W^mm is not verified")
     Wm = arbs(cert["W"]).reshape(D.d, D.d)
-    rep = hp.replay(icl.as_ntp(D), np.zeros((D.d, D.d)), algo="gd", lr=lr, steps=steps, loss="nll",
-                    record_every=steps // 2)  # fmt: skip
+    ntp = icl.as_ntp(D)
+    try:
+        ball = Kit("ball")
+        W_half = ball.gd(ntp, algo="gd", lr=lr, steps=steps // 2, loss="nll").W
+        W_end = ball.gd(ntp, algo="gd", lr=lr, steps=steps, loss="nll").W
+        how = "rigorous"
+    except Undecidable:
+        rep = hp.replay(ntp, np.zeros((D.d, D.d)), algo="gd", lr=lr, steps=steps, loss="nll",
+                        record_every=steps // 2)  # fmt: skip
+        W_half, W_end, how = arbs(rep.recorded[1]["W"]), arbs(rep.final["W"]), "high precision"
     ref = _train(h, D).W[0]
-    rel = float(np.linalg.norm(rep.array("W") - ref) / np.linalg.norm(ref))
+    mid = np.array([[float(x.mid()) for x in row] for row in np.asarray(W_end).reshape(D.d, D.d)])
+    rel = float(np.linalg.norm(mid - ref) / np.linalg.norm(ref))
     if rel > tol("replay_rtol"):
-        return Outcome(ok=True, inconclusive=f"the 50-digit replay departs from float64 (relative {rel:.1e})")
-    c_end = 1 - corr(arbs(rep.final["W"]), Wm, 200)
-    c_half = 1 - corr(arbs(rep.recorded[1]["W"]), Wm, 200)
+        return Outcome(ok=True, inconclusive=f"the exact replay departs from float64 (relative {rel:.1e})")
+    c_end = 1 - corr(arbs(W_end), Wm, 200)
+    c_half = 1 - corr(arbs(W_half), Wm, 200)
     m = (eps - c_end).min(c_half - c_end)
     if m.contains(0):
         return Outcome(ok=True, inconclusive="the margin's ball contains 0")
-    return Outcome(ok=bool(m > 0), margin=float(m.mid()), how="rigorous", detail={"replay_rel": rel})
+    return Outcome(ok=bool(m > 0), margin=float(m.mid()), how=how, detail={"replay_rel": rel})
 
 
 @claim(
@@ -148,17 +160,19 @@ def _confirm_direction(case, outcome):
     examples=16,
     ci_examples=16,
     expect="false",
-    finding="refuted with a confirmed counterexample (settled 2026-12-05, seed 0, 16/16 runs fail; residual "
-    "0.85-0.97, lower bound 0.93 in balls at run 0): with R = 5 sqrt(d) the first step (l'(0) = -1/2 for every "
-    "task) already gives every task a margin of 8.5-18.5 at d = 5 (about 31 at d = 10), after which the logistic "
-    "gradients are of order e^-9 to e^-19 and steps 2-300 move W by 1e-6 to 2e-2 relative: the authors' W is "
-    "essentially one GD step, the mean of the constraint matrices. Its least-margin task is alone in the 5%-active "
-    "set, against 0 at W^mm (whose support is most of the tasks). The confirmation replays the 300 steps at 50 "
-    "digits and bounds the residual from below in ball arithmetic (distance to the span of the possibly active "
-    "constraint matrices). At R = 1, step 1 (the regime of icl-gd-direction) GD moves: 1 - corr to W^mm falls to "
-    "2e-3 - 1e-2 by 10^5 steps, yet the 5%-KKT residual is still 0.27-0.94 and the test passes in 0/8 runs within "
-    "10^5 steps (numerics/icl.py, checked every 500 steps): the direction converges long before the margins "
-    "equalise.",
+    finding=(
+        "refuted with a confirmed counterexample (settled 2026-12-05, seed 0, 16/16 runs fail; residual 0.85-0.97, "
+        "lower bound 0.93 in balls at run 0): with R = 5 sqrt(d) the first step (l'(0) = -1/2 for every task) already"
+        " gives every task a margin of 8.5-18.5 at d = 5 (about 31 at d = 10), after which the logistic gradients are"
+        " of order e^-9 to e^-19 and steps 2-300 move W by 1e-6 to 2e-2 relative: the authors' W is essentially one "
+        "GD step, the mean of the constraint matrices. Its least-margin task is alone in the 5%-active set, against 0"
+        " at W^mm (whose support is most of the tasks). The confirmation replays the 300 steps in ball arithmetic (an"
+        " enclosure of the exact iterate) and bounds the residual from below in balls (distance to the span of the "
+        "possibly active constraint matrices). At R = 1, step 1 (the regime of icl-gd-direction) GD moves: 1 - corr "
+        "to W^mm falls to 2e-3 - 1e-2 by 10^5 steps, yet the 5%-KKT residual is still 0.27-0.94 and the test passes "
+        "in 0/8 runs within 10^5 steps (numerics/icl.py, checked every 500 steps): the direction converges long "
+        "before the margins equalise."
+    ),
 )
 def icl_kkt_finite_t(case):
     import numpy as np
@@ -191,30 +205,29 @@ def icl_kkt_finite_t(case):
 
 @icl_kkt_finite_t.confirm
 def _confirm_kkt(case, outcome):
+    """The failing run replayed in ball arithmetic (:meth:`attsvm.kit.Kit.gd` on the ball kit: an enclosure of the
+    exact iterate of the same 300 steps from 0), and the residual of that enclosure bounded from below in balls
+    (:func:`attsvm.icl.stationarity_lower_bound`): rigorous."""
     import numpy as np
 
-    from attsvm import highprec as hp
     from attsvm import icl
-    from attsvm.kit import Undecidable
-    from attsvm.tolerances import tol
+    from attsvm.kit import Kit, Undecidable
 
     h = case.hypotheses
     D = case.data
-    ntp = icl.as_ntp(D)
     steps, lr, tol_ = int(h["steps"]), float(h["lr"]), float(h["kkt_tol"])
-    rep = hp.replay(ntp, np.zeros((D.d, D.d)), algo="gd", lr=lr, steps=steps, loss="nll")
-    ref = _train(h, D).W[0]
-    rel = float(np.linalg.norm(rep.array("W") - ref) / np.linalg.norm(ref))
-    if rel > tol("replay_rtol"):
-        return Outcome(ok=True, inconclusive=f"the 50-digit replay departs from float64 (relative {rel:.1e})")
     try:
-        low = icl.stationarity_lower_bound(rep.final["W"], D, tol_)
+        run = Kit("ball").gd(icl.as_ntp(D), algo="gd", lr=lr, steps=steps, loss="nll")
+        low = icl.stationarity_lower_bound(run.W, D, tol_)
     except Undecidable as exc:
         return Outcome(ok=True, inconclusive=str(exc))
+    ref = _train(h, D).W[0]
+    mid = np.array([[float(x.mid()) for x in row] for row in run.W])
+    rel = float(np.linalg.norm(mid - ref) / np.linalg.norm(ref))
     m = tol_ - low
     return Outcome(
         ok=bool(m >= 0), margin=float(m), how="rigorous",
-        detail={"residual_lower_bound": low, "replay_rel": rel},
+        detail={"residual_lower_bound": low, "float64_vs_ball_midpoint": rel},
     )  # fmt: skip
 
 
