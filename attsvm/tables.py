@@ -270,16 +270,23 @@ def _ntp_tables(ds: Any, inputs: int, max_tokens: int, max_cols: int, digits: in
         cap: list[str] = [f"sequence {i}: label ", Math(r"y_{" + str(i) + "}=" + str(int(lab[i]))), "; query "]
         cap += [Math(label("z", i) + "=" + label("x", i, T - 1)), f" (token {int(tok[i, T - 1])}, the last)"]
         tables.append(Table(header, tuple(rows), tuple(cap)))
-    note: list[str] = [f"n={n}, T={T}, K={ds.K}, d={d} (next-token data); entries to {digits} significant digits, "]
-    note += ["indices from 0 as in the data file; bold: the label's occurrences"]
-    if len(shown) < n:
-        note.append(f"; sequences 0-{len(shown) - 1} of {n} shown")
-    cut = len(shown) < n or None in ts or None in js
+    head = f"n={n}, T={T}, K={ds.K}, d={d} (next-token data); entries to {digits} significant digits, "
+    head += "indices from 0 as in the data file; bold: the label's occurrences"
+    return DataTables(tuple(tables), _shown_note(head, "sequences", len(shown), n, None in ts or None in js, source))
+
+
+def _shown_note(head: str, what: str, shown: int, total: int, cut_axes: bool, source: str | None) -> Inline:
+    """The note under the tables of a data set: ``head``, which of the ``total`` ``what`` are shown, whether the
+    tables are abbreviated, and the file with the exact values."""
+    note: list[str] = [head]
+    if shown < total:
+        note.append(f"; {what} 0-{shown - 1} of {total} shown")
+    cut = shown < total or cut_axes
     if cut:
         note.append("; tables abbreviated")
     if source:
         note.append(f"; exact values{' of every entry' if cut else ''}: {source}")
-    return DataTables(tuple(tables), tuple(note))
+    return tuple(note)
 
 
 def _icl_tables(ds: Any, inputs: int, max_tokens: int, max_cols: int, digits: int, source: str | None) -> DataTables:
@@ -306,16 +313,9 @@ def _icl_tables(ds: Any, inputs: int, max_tokens: int, max_cols: int, digits: in
         mu_k = Math(r"\hat\mu_{" + str(k) + "}=" + vector_math(mu[k], digits, 6))
         cap: list[str] = [f"task {k}: context of {N}, query last (bold); ", mu_k]
         tables.append(Table(header, tuple(rows), tuple(cap)))
-    note: list[str] = [f"B={B} tasks, N={N}, d={d} (in-context data); entries to {digits} significant digits, "]
-    note.append("indices from 0 as in the data file")
-    if len(shown) < B:
-        note.append(f"; tasks 0-{len(shown) - 1} of {B} shown")
-    cut = len(shown) < B or None in cs or None in js
-    if cut:
-        note.append("; tables abbreviated")
-    if source:
-        note.append(f"; exact values{' of every entry' if cut else ''}: {source}")
-    return DataTables(tuple(tables), tuple(note))
+    head = f"B={B} tasks, N={N}, d={d} (in-context data); entries to {digits} significant digits, "
+    head += "indices from 0 as in the data file"
+    return DataTables(tuple(tables), _shown_note(head, "tasks", len(shown), B, None in cs or None in js, source))
 
 
 def _caption(ds: Any, i: int, sel: np.ndarray, opt: np.ndarray, digits: int) -> Inline:
