@@ -59,20 +59,20 @@ def run(ctx) -> dict:
     S, d = ctx.seeds, int(s["d"])
     out: dict = {"settings": {**s, "lr": LR, "steps": STEPS, "N_train": N_TRAIN, "M_benign": M_BENIGN,
                               "kkt_tol": KKT_TOL, "R_train": "5 sqrt(d)", "R_test": "d^0.3"}}  # fmt: skip
-    ctx.progress.note(f"tasks sweep: {len(s['tasks'])} B x {S} seeds")
-    vs_tasks = {p: [] for p in (0.0, 0.2)}
-    for B in s["tasks"]:
-        Ws = _trained(d, B, N_TRAIN, S, seed=100 + B)
-        for p in vs_tasks:
-            vs_tasks[p].append(_test_acc(Ws, d, N_TRAIN, p, s["test_tasks"], seed=7))
-    out["vs_tasks"] = {str(p): v for p, v in vs_tasks.items()}
-    ctx.progress.note(f"context sweep: {len(s['contexts'])} N x {S} seeds")
-    vs_ctx = {p: [] for p in (0.0, 0.2)}
-    for N in s["contexts"]:
-        Ws = _trained(d, d, N, S, seed=200 + N)
-        for p in vs_ctx:
-            vs_ctx[p].append(_test_acc(Ws, d, N, p, s["test_tasks"], seed=8))
-    out["vs_context"] = {str(p): v for p, v in vs_ctx.items()}
+
+    def sweep(name: str, values: list, sizes, seed: int, test_seed: int) -> dict:
+        """Test accuracy at flip rates 0 and 0.2 of W trained on the (tasks, context) ``sizes(value)``."""
+        ctx.progress.note(f"{name} sweep: {len(values)} values x {S} seeds")
+        acc: dict = {p: [] for p in (0.0, 0.2)}
+        for x in values:
+            B, N = sizes(x)
+            Ws = _trained(d, B, N, S, seed=seed + x)
+            for p in acc:
+                acc[p].append(_test_acc(Ws, d, N, p, s["test_tasks"], seed=test_seed))
+        return {str(p): v for p, v in acc.items()}
+
+    out["vs_tasks"] = sweep("tasks", s["tasks"], lambda B: (B, N_TRAIN), 100, 7)
+    out["vs_context"] = sweep("context", s["contexts"], lambda N: (d, N), 200, 8)
 
     ctx.progress.note("benign regime")
     db = int(s["benign_d"])
