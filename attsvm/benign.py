@@ -40,8 +40,9 @@ whose signal is selected by inputs of both labels is infeasible; if class $c$'s 
 then moving every input of class $c$ and label $\sigma_c$ onto its signal keeps $k$ and shrinks $N$, and $q$ is
 monotone. Hence $V^\star=\min_{\sigma_0,\sigma_1\in\{\text{none},+1,-1\}}$ of the head SVM of the selection
 "signal iff $\sigma_{c_i}=Y_i$" — nine head SVMs, each solved and KKT-certified by
-:func:`attsvm.svm.prompt.solve_head`; the winner's $v$ is certified exactly (rational KKT) on request
-(``exact=True``) and its prompt SVM $p^{mm}_{\alpha^\star}$ by :func:`attsvm.svm.prompt.solve_prompt`.
+:func:`attsvm.svm.prompt.solve_head`; on request (``exact=True``) the winner's $v$ is certified exactly (rational
+KKT) and every option's value proved in rationals (:func:`exact_value`), the winner's the strict minimum; the
+prompt SVM $p^{mm}_{\alpha^\star}$ by :func:`attsvm.svm.prompt.solve_prompt`.
 The reduction is checked against enumeration of all $2^n$ selections in ``property_tests/test_benign.py``.
 
 **Test error** (:func:`test_error`): the flips are independent of $X$, so the error against the noisy label is
@@ -75,6 +76,7 @@ __all__ = [
     "build",
     "clean_labels",
     "evaluate",
+    "exact_value",
     "fit_and_error",
     "flips",
     "head",
@@ -222,7 +224,8 @@ class Interpolator:
     ``signs`` the option $(\sigma_+,\sigma_-)$, ``values`` all nine option values (inf: infeasible), ``gap`` the
     second-best value minus the best relative to the best (a tie when below ``tol("kkt")``), ``certificate``:
     ``head_kkt`` (the float KKT of every option verified), ``prompt`` (``"kkt-float"`` / ``"infeasible"``) and,
-    with ``exact``, ``exact`` (the rational certificate of $v$, :func:`attsvm.svm.prompt.certify_head`)."""
+    with ``exact``, ``exact`` (the rational certificate of $v$, :func:`attsvm.svm.prompt.certify_head`) and
+    ``exact_minimum`` (every option's value in rationals, :func:`exact_value`: the winner's strictly the least)."""
 
     v: np.ndarray
     p: np.ndarray | None
@@ -272,9 +275,60 @@ def max_margin(ds: Dataset, exact: bool = False) -> Interpolator:
     p = None if pr.status != "optimal" else np.asarray(pr.extra["p"], dtype=np.float64)
     if exact:
         cert["exact"] = certify_head(ds, alpha)
+        cert["exact_minimum"] = _exact_minimum(ds, alpha, vals)
     gap = (second - best) / best if best > 0 else float("inf")
     cert["tie"] = bool(gap <= tol("kkt"))
     return Interpolator(v, p, alpha, best, signs, vals, gap, cert)
+
+
+def exact_value(ds: Dataset, alpha: np.ndarray) -> Any:
+    r"""The exact value $\|v^{mm}_\alpha\|^2$ of the head SVM of ``alpha`` (a ``flint.fmpq``, the data's floats
+    taken exactly), or None when it is not proved. With $F_i=Y_ix_{i\alpha_i}$ and $S$ the distinct rows tight at
+    the float solution (:func:`attsvm.svm.prompt.solve_head`, within ``tol("active")``), in rationals
+    (python-flint): $\lambda=(F_SF_S^\top)^{-1}\mathbf 1$, $v=F_S^\top\lambda$; when $\lambda\ge0$ and
+    $F_iv\ge1$ for every $i$ these are the KKT conditions of $\min\frac12\|v\|^2$ s.t. $Fv\ge\mathbf 1$ (a convex
+    program: sufficient), so $v$ is optimal and $\|v\|^2=\mathbf 1^\top\lambda$ exactly."""
+    import flint
+
+    from .svm.prompt import solve_head
+    from .tolerances import tol
+
+    sol = solve_head(ds.with_alpha(alpha))
+    if sol.status != "optimal":
+        return None
+    F = ds.Y[:, None] * ds.X[np.arange(ds.n), np.asarray(alpha)]
+    tight = np.flatnonzero(F @ np.asarray(sol.extra["v"]) <= 1.0 + tol("active"))
+    S = [int(i) for i in tight if not any(np.array_equal(F[i], F[j]) for j in tight if j < i)]
+    q = lambda M: flint.fmpq_mat([[flint.fmpq(*float(x).as_integer_ratio()) for x in row] for row in M])  # noqa: E731
+    FS, Fall = q(F[S]), q(F)
+    try:
+        lam = (FS * FS.transpose()).solve(flint.fmpq_mat([[1] for _ in S]))
+    except ZeroDivisionError:  # the tight rows are not independent: no proof here
+        return None
+    if any(lam[j, 0] < 0 for j in range(len(S))):
+        return None
+    fit = Fall * (FS.transpose() * lam)
+    if any(fit[i, 0] < 1 for i in range(ds.n)):
+        return None
+    return sum((lam[j, 0] for j in range(len(S))), flint.fmpq(0))
+
+
+def _exact_minimum(ds: Dataset, winner: np.ndarray, vals: dict[str, float]) -> bool:
+    r"""Whether the winning selection's exact value (:func:`exact_value`) is strictly below the exact value of
+    every other feasible option of the reduction (an option whose float solve is infeasible has a KKT-checked
+    Farkas certificate: value inf)."""
+    best, others = None, []
+    for signs, alpha in options(ds):
+        if not np.isfinite(vals[_label(signs)]):
+            continue
+        v = exact_value(ds, alpha)
+        if v is None:
+            return False
+        if np.array_equal(alpha, winner):
+            best = v
+        else:
+            others.append(v)
+    return best is not None and all(best < v for v in others)
 
 
 # ------------------------------------------------------------------------------------------------- test error
@@ -381,7 +435,7 @@ def evaluate(ds: Dataset, eta: float, exact: bool = False) -> dict[str, Any]:
         "fit_margin": fit,
         "prompt_margin": prompt,
         "certified": bool(cert["head_kkt"] and cert.get("prompt_verified", False)),
-        "exact": bool(cert["exact"].get("verified")) if exact else None,
+        "exact": bool(cert["exact"].get("verified") and cert["exact_minimum"]) if exact else None,
         "tie": cert["tie"],
     }
 

@@ -123,7 +123,8 @@ def _head_by_active_sets(U: np.ndarray) -> float:
 @pytest.mark.parametrize("seed, kappa", [(0, 0.5), (1, 1.5), (2, 3.0), (3, 1.0), (4, 6.0)])
 def test_max_margin_is_the_minimum_over_all_selections(seed, kappa):
     """The nine-option reduction against every one of the 2^n selections, each head SVM solved by active-set
-    enumeration (an independent solver); and the exact rational certificate of the winner."""
+    enumeration (an independent solver); the exact rational certificate of the winner, and the rational values
+    of every option with the winner their strict minimum."""
     n, d, eta = 5, 9, 0.3
     ds = benign.sample(n, d, benign.rho_of(kappa, n, d), eta, seed=seed)
     mm = benign.max_margin(ds, exact=True)
@@ -136,6 +137,10 @@ def test_max_margin_is_the_minimum_over_all_selections(seed, kappa):
     assert ex["verified"]
     v_exact = np.array([float(Fraction(x)) for x in ex["v"]])
     assert np.abs(v_exact - mm.v).max() <= 1e-6 * np.abs(v_exact).max()
+    # every option's value proved in rationals, the winner the strict minimum, equal to the enumeration's optimum
+    assert mm.certificate["exact_minimum"]
+    exact = benign.exact_value(ds, mm.alpha)
+    assert float(Fraction(int(exact.p), int(exact.q))) == pytest.approx(brute, rel=1e-9)
     fit, prompt = benign.interpolation_margins(ds, mm)
     assert fit >= -tol("active") and prompt >= -tol("active")
     # the limit interpolates: with the prompt scaled up, every training label (flipped ones too) is fitted
