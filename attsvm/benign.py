@@ -41,8 +41,8 @@ then moving every input of class $c$ and label $\sigma_c$ onto its signal keeps 
 monotone. Hence $V^\star=\min_{\sigma_0,\sigma_1\in\{\text{none},+1,-1\}}$ of the head SVM of the selection
 "signal iff $\sigma_{c_i}=Y_i$" — nine head SVMs, each solved and KKT-certified by
 :func:`attsvm.svm.prompt.solve_head`; on request (``exact=True``) the winner's $v$ is certified exactly (rational
-KKT) and every option's value proved in rationals (:func:`exact_value`), the winner's the strict minimum; the
-prompt SVM $p^{mm}_{\alpha^\star}$ by :func:`attsvm.svm.prompt.solve_prompt`.
+KKT) and every option's value proved in rationals (:func:`exact_value`: the certificate's exact optimum), the
+winner's the strict minimum; the prompt SVM $p^{mm}_{\alpha^\star}$ by :func:`attsvm.svm.prompt.solve_prompt`.
 The reduction is checked against enumeration of all $2^n$ selections in ``property_tests/test_benign.py``.
 
 **Test error** (:func:`test_error`): the flips are independent of $X$, so the error against the noisy label is
@@ -64,6 +64,7 @@ $2(T-1)$ Gaussians (``samples`` draws, seeded).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -244,7 +245,7 @@ def _label(signs: tuple[float | None, float | None]) -> str:
 def max_margin(ds: Dataset, exact: bool = False) -> Interpolator:
     r"""$(v^{mm}_{\alpha^\star},p^{mm}_{\alpha^\star})$ and $V^\star$ (module docstring) of a $T=2$ data set of the
     law; every head SVM's float KKT is checked, the winner's exactly with ``exact``."""
-    from .svm.prompt import certify_head, solve_head, solve_prompt
+    from .svm.prompt import solve_head, solve_prompt
     from .tolerances import tol
 
     _single(ds)
@@ -274,61 +275,39 @@ def max_margin(ds: Dataset, exact: bool = False) -> Interpolator:
         cert["prompt_verified"] = bool(pr.certificate.get("verified"))
     p = None if pr.status != "optimal" else np.asarray(pr.extra["p"], dtype=np.float64)
     if exact:
-        cert["exact"] = certify_head(ds, alpha)
-        cert["exact_minimum"] = _exact_minimum(ds, alpha, vals)
+        cert["exact"], cert["exact_minimum"] = _exact_options(ds, alpha, vals)
     gap = (second - best) / best if best > 0 else float("inf")
     cert["tie"] = bool(gap <= tol("kkt"))
     return Interpolator(v, p, alpha, best, signs, vals, gap, cert)
 
 
-def exact_value(ds: Dataset, alpha: np.ndarray) -> Any:
-    r"""The exact value $\|v^{mm}_\alpha\|^2$ of the head SVM of ``alpha`` (a ``flint.fmpq``, the data's floats
-    taken exactly), or None when it is not proved. With $F_i=Y_ix_{i\alpha_i}$ and $S$ the distinct rows tight at
-    the float solution (:func:`attsvm.svm.prompt.solve_head`, within ``tol("active")``), in rationals
-    (python-flint): $\lambda=(F_SF_S^\top)^{-1}\mathbf 1$, $v=F_S^\top\lambda$; when $\lambda\ge0$ and
-    $F_iv\ge1$ for every $i$ these are the KKT conditions of $\min\frac12\|v\|^2$ s.t. $Fv\ge\mathbf 1$ (a convex
-    program: sufficient), so $v$ is optimal and $\|v\|^2=\mathbf 1^\top\lambda$ exactly."""
-    import flint
-
-    from .svm.prompt import solve_head
-    from .tolerances import tol
-
-    sol = solve_head(ds.with_alpha(alpha))
-    if sol.status != "optimal":
-        return None
-    F = ds.Y[:, None] * ds.X[np.arange(ds.n), np.asarray(alpha)]
-    tight = np.flatnonzero(F @ np.asarray(sol.extra["v"]) <= 1.0 + tol("active"))
-    S = [int(i) for i in tight if not any(np.array_equal(F[i], F[j]) for j in tight if j < i)]
-    q = lambda M: flint.fmpq_mat([[flint.fmpq(*float(x).as_integer_ratio()) for x in row] for row in M])  # noqa: E731
-    FS, Fall = q(F[S]), q(F)
-    try:
-        lam = (FS * FS.transpose()).solve(flint.fmpq_mat([[1] for _ in S]))
-    except ZeroDivisionError:  # the tight rows are not independent: no proof here
-        return None
-    if any(lam[j, 0] < 0 for j in range(len(S))):
-        return None
-    fit = Fall * (FS.transpose() * lam)
-    if any(fit[i, 0] < 1 for i in range(ds.n)):
-        return None
-    return sum((lam[j, 0] for j in range(len(S))), flint.fmpq(0))
+def exact_value(cert: dict[str, Any]) -> Fraction | None:
+    r"""The exact optimum $\|v^{mm}_\alpha\|^2$ proved by a head-SVM certificate
+    (:func:`attsvm.svm.prompt.certify_head`: its ``value_str``, the data's floats taken exactly), or None when the
+    certificate does not prove it."""
+    vs = cert.get("value_str") if cert.get("verified") and cert.get("kind") == "exact-rational" else None
+    return None if vs is None else Fraction(vs)
 
 
-def _exact_minimum(ds: Dataset, winner: np.ndarray, vals: dict[str, float]) -> bool:
-    r"""Whether the winning selection's exact value (:func:`exact_value`) is strictly below the exact value of
-    every other feasible option of the reduction (an option whose float solve is infeasible has a KKT-checked
-    Farkas certificate: value inf)."""
-    best, others = None, []
+def _exact_options(ds: Dataset, winner: np.ndarray, vals: dict[str, float]) -> tuple[dict[str, Any], bool]:
+    r"""The winner's exact certificate (:func:`attsvm.svm.prompt.certify_head`) and whether its exact value is
+    strictly below the exact value of every other feasible option of the reduction (an option whose float solve is
+    infeasible has a KKT-checked Farkas certificate: value inf). Each option is certified once."""
+    from .svm.prompt import certify_head
+
+    won: dict[str, Any] = {}
+    best, others, proved = None, [], True
     for signs, alpha in options(ds):
         if not np.isfinite(vals[_label(signs)]):
             continue
-        v = exact_value(ds, alpha)
-        if v is None:
-            return False
+        cert = certify_head(ds, alpha)
+        v = exact_value(cert)
+        proved &= v is not None
         if np.array_equal(alpha, winner):
-            best = v
+            won, best = cert, v
         else:
             others.append(v)
-    return best is not None and all(best < v for v in others)
+    return won, proved and best is not None and all(best < v for v in others)
 
 
 # ------------------------------------------------------------------------------------------------- test error

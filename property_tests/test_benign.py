@@ -139,8 +139,8 @@ def test_max_margin_is_the_minimum_over_all_selections(seed, kappa):
     assert np.abs(v_exact - mm.v).max() <= 1e-6 * np.abs(v_exact).max()
     # every option's value proved in rationals, the winner the strict minimum, equal to the enumeration's optimum
     assert mm.certificate["exact_minimum"]
-    exact = benign.exact_value(ds, mm.alpha)
-    assert float(Fraction(int(exact.p), int(exact.q))) == pytest.approx(brute, rel=1e-9)
+    exact = benign.exact_value(mm.certificate["exact"])
+    assert float(exact) == pytest.approx(brute, rel=1e-9)
     fit, prompt = benign.interpolation_margins(ds, mm)
     assert fit >= -tol("active") and prompt >= -tol("active")
     # the limit interpolates: with the prompt scaled up, every training label (flipped ones too) is fitted

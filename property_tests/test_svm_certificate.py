@@ -40,6 +40,7 @@ def _exact_check(ds, cert) -> None:
                 for c in range(d):
                     W[r][c] += lv * diff[r] * Z[i][c]
     assert [[Fraction(s) for s in row] for row in cert["W"]] == W
+    assert Fraction(cert["value_str"]) == sum(w * w for row in W for w in row)  # the exact optimum ||W||_F^2
     for i in range(ds.n):
         Wz = [sum(W[r][c] * Z[i][c] for c in range(d)) for r in range(d)]
         for t in range(ds.T):

@@ -191,15 +191,16 @@ def _exact_margins(Dall, Zall: np.ndarray, DS, ZSint: np.ndarray, num: list) -> 
 def certify_solution(ds: Dataset, c: Constraints, sol: SVMSolution, t0: float | None = None) -> dict[str, Any]:
     r"""Prove (or fail to prove) that ``sol`` is the exact Att-SVM optimum for the constraints ``c`` of ``ds``.
 
-    Returns ``{"kind": "exact-rational", "verified", "active", "multipliers", "W", "min_other_margin",
-    "repairs", "seconds"}``: ``active`` the exact active set $\{(i,t):\text{margin}=1\}$, ``multipliers``
+    Returns ``{"kind": "exact-rational", "verified", "active", "multipliers", "W", "value_str",
+    "min_other_margin", "repairs", "seconds"}``: ``value_str`` the exact optimum $\|W\|_F^2=\sum_S\mu_j$ (always
+    given when verified), ``active`` the exact active set $\{(i,t):\text{margin}=1\}$, ``multipliers``
     $[i,t,\text{"p/q"}]$ for the certifying set $S$, ``W`` exact entries, ``min_other_margin`` the smallest
     exact margin outside $S$ (all strings ``"p/q"``). Exact strings are omitted (None, with ``omitted``) when
     larger than ``MAX_EXACT_DIGITS`` digits in total. Active sets larger than ``EXACT_MAX_SUPPORT`` are proved
     by :func:`certify_enclosure` (kind ``"rigorous-enclosure"``) when it succeeds.
     ``attsvm.svm.certify_fro`` is the data-set level entry point (it solves first when no solution is given).
     """
-    from flint import fmpq, fmpz_mat
+    from flint import fmpq, fmpz, fmpz_mat
 
     t0 = time.perf_counter() if t0 is None else t0
     base = {"kind": "exact-rational", "verified": False, "active": [], "multipliers": [], "W": None}
@@ -208,7 +209,7 @@ def certify_solution(ds: Dataset, c: Constraints, sol: SVMSolution, t0: float | 
     if c.m == 0:  # no constraints (T = 1): W = 0 is the exact optimum, with nothing to prove
         d = ds.d
         return dict(
-            base, verified=True, W=[["0"] * d for _ in range(d)], min_other_margin=None, repairs=0,
+            base, verified=True, W=[["0"] * d for _ in range(d)], value_str="0", min_other_margin=None, repairs=0,
             support_size=0, denominator_bits=1, seconds=time.perf_counter() - t0,
         )  # fmt: skip
     lam_f = sol.multipliers[c.row, np.asarray(c.tok).reshape(-1)]
@@ -281,6 +282,9 @@ def certify_solution(ds: Dataset, c: Constraints, sol: SVMSolution, t0: float | 
     out["min_other_margin"] = None if min_other is None else str(min_other)
     out["denominator_bits"] = int(q.bit_length()) if hasattr(q, "bit_length") else len(bin(int(q))) - 2
     out["support_size"] = int(S.size)
+    # the exact optimum: W = sum_S mu_j A_j with margin 1 on S, so ||W||_F^2 = sum_S mu_j (one rational, kept also
+    # when W is omitted)
+    out["value_str"] = str(s2 * fmpq(sum(num, fmpz(0)), q))
     if digits <= MAX_EXACT_DIGITS:
         out["multipliers"] = [[int(c.row[j]), int(tok[j]), str(s2 * fmpq(num[k], q))] for k, j in enumerate(S)]
         scale = fmpq(2) ** sc / fmpq(q)
