@@ -146,8 +146,9 @@ class ICLData:
     def d(self) -> int:
         return self.contexts.shape[-1]
 
-    # the attention view (the Att-SVM encoding of :func:`as_attention`), for code that reads a data set's sizes and
-    # tokens: n inputs (the tasks), T = 2 tokens (y mu_hat and 0), the queries, no per-input query count
+    # the attention view (the tokens and queries of the Att-SVM encoding, built here once and read by
+    # :func:`as_attention`), for code that reads a data set's sizes and tokens: n inputs (the tasks), T = 2 tokens
+    # (y mu_hat and 0), the queries, no per-input query count
     @property
     def n(self) -> int:
         """The tasks $B$: the inputs of the attention encoding."""
@@ -287,13 +288,10 @@ def as_attention(data: ICLData) -> Dataset:
     """The Att-SVM data of the max-margin programs (module docstring), with the selection ``alpha = 0`` given."""
     if data.batched:
         raise InputError("as_attention takes a single in-context data set (index the runs)")
-    a, b = factors(data)
-    B, d = a.shape
-    X = np.zeros((B, 2, d))
-    X[:, 0] = a
+    B, d = data.tasks, data.d
     v = np.zeros(d)
     v[0] = 1.0  # any head: the selection is the given alpha
-    return Dataset(X=X, Y=np.ones(B), Z=b, v=v, alpha=np.zeros(B, dtype=np.int64))
+    return Dataset(X=data.X, Y=np.ones(B), Z=data.Z, v=v, alpha=np.zeros(B, dtype=np.int64))
 
 
 def as_ntp(data: ICLData):
