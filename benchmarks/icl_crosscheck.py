@@ -72,6 +72,7 @@ def one(mod, d: int, p: float, seed: int) -> dict:
     import torch
 
     from attsvm import gd, icl
+    from attsvm.model import corr
 
     torch.manual_seed(seed)
     cfg = mod.ExperimentConfig(
@@ -93,7 +94,7 @@ def one(mod, d: int, p: float, seed: int) -> dict:
     t0 = time.perf_counter()
     W_ours = gd.run(icl.as_ntp(train), algo="gd", loss="nll", init="zero", lr=1e-2, steps=300).W[0]
     t_ours = time.perf_counter() - t0
-    corr = float(np.sum(W_theirs * W_ours) / np.linalg.norm(W_theirs) / np.linalg.norm(W_ours))
+    cos = float(corr(W_theirs, W_ours))
     test = icl.generate(d, 2500, 19, d**0.3, p_flip=p, seed=seed + 1)  # their evaluation: context 19, R = d^0.3
     with torch.no_grad():  # their own forward pass and in-context predictions on their validation tasks
         cx, cy, tx, ty = trainer.val_dataset[0]
@@ -101,7 +102,7 @@ def one(mod, d: int, p: float, seed: int) -> dict:
         mem_theirs_fwd = float((trainer.model.compute_in_context_preds(cx, cy) == cy).float().mean())
     return {
         "d": d,
-        "one_minus_corr": 1 - corr,
+        "one_minus_corr": 1 - cos,
         "rel_diff": float(np.linalg.norm(W_theirs - W_ours) / np.linalg.norm(W_ours)),
         "val_acc_theirs_forward": acc_theirs_fwd,
         "val_acc_theirs_W_attsvm_formula": float(icl.accuracy(W_theirs, val)),

@@ -54,6 +54,7 @@ def _test_acc(Ws: np.ndarray, d: int, M: int, p: float, n: int, seed: int) -> li
 def run(ctx) -> dict:
     from attsvm import icl, svm
     from attsvm import implicit_norm as imp
+    from attsvm.model import corr
 
     s = ctx.size
     S, d = ctx.seeds, int(s["d"])
@@ -97,9 +98,8 @@ def run(ctx) -> dict:
     R, steps = int(s["dir_runs"]), int(s["dir_steps"])
     data = icl.generate(4, 8, 10, 1.0, seed=3, runs=R)
     at = np.unique(np.round(np.geomspace(1, steps, 25)).astype(int))
-    res = _train(data, lr=1.0, steps=steps, record_every=1, record_params=True) if steps <= 2000 else None
-    if res is None:  # long runs: record on a geometric grid by restarting nothing - one run, recorded every step/25
-        res = _train(data, lr=1.0, steps=steps, record_every=max(1, steps // 200), record_params=True)
+    every = 1 if steps <= 2000 else max(1, steps // 200)  # long runs: about 200 records
+    res = _train(data, lr=1.0, steps=steps, record_every=every, record_params=True)
     rec_steps = np.asarray(res.trajectory["step"])
     Wt = np.asarray(res.trajectory["W"])
     keep = np.unique(np.searchsorted(rec_steps, at).clip(1, len(rec_steps) - 1))
@@ -110,11 +110,10 @@ def run(ctx) -> dict:
         sol = svm.solve(att, norm="fro", certify=True)
         nuc = svm.solve(att, norm="nuc", certify=True)
         ok = sol.status == "optimal" and bool((sol.certificate or {}).get("verified"))
-        one_minus = [1 - float(np.sum(Wt[k, b] * sol.W) / np.linalg.norm(Wt[k, b]) / np.linalg.norm(sol.W))
-                     for k in keep]  # fmt: skip
-        kkt = [icl.stationarity(Wt[k, b], D, KKT_TOL)["residual"] for k in keep]
-        first = next((int(rec_steps[k]) for k in range(1, len(rec_steps))
-                      if icl.stationarity(Wt[k, b], D, KKT_TOL)["residual"] <= KKT_TOL), None)  # fmt: skip
+        one_minus = (1 - corr(Wt[keep, b], sol.W)).tolist()
+        residual = [icl.stationarity(Wt[k, b], D, KKT_TOL)["residual"] for k in range(len(rec_steps))]
+        kkt = [residual[k] for k in keep]
+        first = next((int(rec_steps[k]) for k in range(1, len(rec_steps)) if residual[k] <= KKT_TOL), None)
         test = icl.generate(4, 2000, 10, 1.0, seed=11 + b)
         direction.append({
             "certified": ok, "nuclear_gap_proved": nuc.status == "optimal", "one_minus_corr": one_minus,
@@ -133,15 +132,13 @@ def run(ctx) -> dict:
         Wm = svm.wmm(att)
         paper.append({
             "kkt_residual_300": icl.stationarity(pr.W[b], pd[b], KKT_TOL)["residual"],
-            "one_minus_corr_300": 1 - float(np.sum(pr.W[b] * Wm) / np.linalg.norm(pr.W[b]) / np.linalg.norm(Wm)),
+            "one_minus_corr_300": 1 - float(corr(pr.W[b], Wm)),
         })  # fmt: skip
     out["paper_stop"] = paper
     return out
 
 
 def _band(ax, x, ys, color, label, ls="-"):
-    from attsvm.figures import PALETTE  # noqa: F401 - the palette is the caller's
-
     y = np.asarray(ys, dtype=float)
     m = y.mean(axis=1)
     e = y.std(axis=1) / np.sqrt(max(y.shape[1] - 1, 1))

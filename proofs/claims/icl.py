@@ -39,9 +39,9 @@ def _train(h: dict, data):
 
 
 def _one_minus_corr(W, Wm):
-    import numpy as np
+    from attsvm.model import corr
 
-    return 1.0 - float(np.sum(W * Wm) / np.linalg.norm(W) / np.linalg.norm(Wm))
+    return 1.0 - float(corr(W, Wm))
 
 
 @claim(
