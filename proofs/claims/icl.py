@@ -277,7 +277,6 @@ def icl_benign(case):
     mem = icl.memorised(W, test)
     right = icl.margins(W, test) > 0
     ok = mem & right
-    clean = icl.margins(W, test) * test.query_labels  # query label flips don't change the prediction
     return Outcome(
         runs=[bool(x) for x in ok],
         detail={
@@ -288,7 +287,6 @@ def icl_benign(case):
             "optimal_accuracy": 1.0 - float(h["p"]),
             "stated_rate_1_minus_p_minus_eps": 1.0 - float(h["p"]) - float(h["eps"]),
             "train_accuracy": float(icl.accuracy(W, train)),
-            "clean_logit_positive_fraction": float(np.mean(clean != 0)),
             "identity_reference_accuracy": float(icl.accuracy(np.eye(int(h["d"])), test)),
         },
     )
@@ -297,7 +295,8 @@ def icl_benign(case):
 @icl_benign.confirm
 def _confirm_benign(case, outcome):
     """The failing test task's decisive logits in ball arithmetic (data and the float64 W taken as exact), each
-    required to be far above W's own rounding (relative 1e-8 of |mu_hat| |W| |x|)."""
+    required to be far above W's own rounding (relative 1e-8 of |mu_hat| |W| |x|). Not rigorous: the trained W
+    (d = 200, 40 000 entries) has no ball or 50-digit replay here, so the failure is labelled high precision."""
     import numpy as np
 
     from attsvm import gd, icl
@@ -319,4 +318,4 @@ def _confirm_benign(case, outcome):
             break
     if worst is None:
         return Outcome(ok=True, inconclusive="no wrong prediction of the failing task is decided beyond rounding")
-    return Outcome(ok=False, margin=worst, how="rigorous", detail={"decided_margin_upper": worst})
+    return Outcome(ok=False, margin=worst, how="high precision", detail={"decided_margin_upper": worst})
