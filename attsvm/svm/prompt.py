@@ -123,9 +123,7 @@ def certify_prompt(ds: Dataset, alpha=None) -> dict:
     a = _check(ds, alpha)
     Z = np.zeros((ds.n, ds.d))
     Z[:, 0] = 1.0
-    cert = certify_fro(Dataset(ds.X, ds.Y, Z, ds.v), a)
-    W = cert.get("W")
-    return dict(cert, p=None if not cert.get("verified") or W is None else [row[0] for row in W])
+    return _first_column(certify_fro(Dataset(ds.X, ds.Y, Z, ds.v), a), "p")
 
 
 def certify_head(ds: Dataset, alpha=None) -> dict:
@@ -139,9 +137,16 @@ def certify_head(ds: Dataset, alpha=None) -> dict:
     X2[:, 0] = ds.Y[:, None] * ds.X[np.arange(ds.n), a]
     Z = np.zeros((ds.n, ds.d))
     Z[:, 0] = 1.0
-    cert = certify_fro(Dataset(X2, np.ones(ds.n), Z, np.ones(ds.d), alpha=np.zeros(ds.n, dtype=np.int64)))
+    return _first_column(
+        certify_fro(Dataset(X2, np.ones(ds.n), Z, np.ones(ds.d), alpha=np.zeros(ds.n, dtype=np.int64))), "v"
+    )
+
+
+def _first_column(cert: dict, key: str) -> dict:
+    """A Frobenius certificate of a vector program encoded with the query $e_1$: the certificate with ``key`` the
+    exact first column of its $W$ (None unless verified and written)."""
     W = cert.get("W")
-    return dict(cert, v=None if not cert.get("verified") or W is None else [row[0] for row in W])
+    return dict(cert, **{key: None if not cert.get("verified") or W is None else [row[0] for row in W]})
 
 
 def solve_head(ds: Dataset, alpha=None) -> SVMSolution:
