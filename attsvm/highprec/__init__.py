@@ -53,11 +53,9 @@ from .model import (
     frob,
     grad_diag,
     grad_heads,
-    grad_twolayer,
-    loss_twolayer,
-    twolayer_outputs,
     grad_KQ,
     grad_p,
+    grad_twolayer,
     grad_vp,
     grad_W,
     gradient_shares,
@@ -70,6 +68,7 @@ from .model import (
     loss,
     loss_derivative,
     loss_gap,
+    loss_twolayer,
     loss_value,
     matmul,
     matvec,
@@ -86,6 +85,7 @@ from .model import (
     sym_spectral_norm,
     to_numpy,
     transpose,
+    twolayer_outputs,
 )
 
 __all__ = [

@@ -16,7 +16,8 @@ gradients at $(K_k,Q_k)$), $\theta=p$ (prompt attention, head $v$ fixed), $\thet
 gradients at $(v_k,p_k)$) and the diagonal factors $\theta=(k,q)$ with $W=\mathrm{diag}(k\odot q)$
 (:func:`~attsvm.highprec.model.grad_diag`), and the two-layer model $\theta=(W_1,W_2)$
 (:func:`~attsvm.highprec.model.grad_twolayer`, with the run's ``residual`` and ``causal``; a factor frozen by
-``freeze`` has no gradient here, so it never moves and does not count in the joint norm). ``ngd`` with ``normalize="joint"`` divides every factor by the norm of
+``freeze`` has no gradient here, so it never moves and does not count in the joint norm). ``ngd`` with
+``normalize="joint"`` divides every factor by the norm of
 the whole gradient, $\|g_k\|=(\sum_j\|g_{k,j}\|_F^2)^{1/2}$. ``heads`` ($H$ heads, $K,Q$ (H,d,m), the outputs
 $u_i=\sum_h\gamma_i^\top\mathbb S(X_iK_hQ_h^\top z_i)$ added, :func:`~attsvm.highprec.model.grad_heads`) is
 replayed with every head's $K_h$, $Q_h$ a factor of its own (``K0``, ``Q0``, ``K1``, ...), so ``ngd`` per factor
@@ -310,7 +311,8 @@ class Replay:
     sensitivities: list[Any] = field(default_factory=list)
 
     def array(self, name: str | None = None, index: int | None = None) -> np.ndarray:
-        """``name`` (default: ``W``, ``W2`` of ``twolayer``, or ``p``) of the final iterate, or of record ``index``, as float64."""
+        """``name`` (default: ``W``, ``W2`` of ``twolayer``, or ``p``) of the final iterate, or of record
+        ``index``, as float64."""
         name = name or {"W": "W", "twolayer": "W2"}.get(self.param, "p")
         src = self.final if index is None else self.recorded[index]
         return to_numpy(src[name])
