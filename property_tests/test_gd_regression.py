@@ -174,6 +174,20 @@ def test_ngd_direction_far_past_softmax_underflow_is_the_50_digit_direction():
         assert abs(np.linalg.norm(Wt[k + 1] - Wt[k]) - lr) <= 1e-12 * lr
 
 
+def test_stuck_is_measured_against_the_token_that_copies_the_target():
+    """``stuck``: saturated on a token other than argmin_t ||v_it - y_i|| (GMC: the match t0, whose value is the
+    target), not on the data's linear-head opt."""
+    ds, V, Yt = _gmc(seed=2, n=3, T=4, d=3, sigma=0.0)
+    t0 = np.argmin(np.sum((V - Yt[:, None, :]) ** 2, -1), -1)
+    kw = dict(param="W", loss="correlation", head=(REG, (V, Yt)))
+    good = gd.run(ds, algo="ngd", lr=40.0, steps=30, **kw)
+    assert np.array_equal(good.selection[0], t0) and not good.stuck.any()
+    bad = gd.run(ds, algo="gd", steps=0, init=-good.W[0], **kw)  # saturated away from the match
+    saturated = 1.0 - bad.max_softmax[0] < 1e-8
+    assert saturated.any() and (bad.selection[0] != t0).any()
+    assert np.array_equal(bad.stuck[0], saturated & (bad.selection[0] != t0))
+
+
 def test_batched_sharded_and_broadcast_runs():
     ds, V, Yt = _gmc(seed=4, n=3, T=4, d=3, batch=3)
     kw = dict(param="W", algo="ngd", lr=0.2, steps=40, loss="correlation", head=(REG, (V, Yt)))
