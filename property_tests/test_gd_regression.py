@@ -150,6 +150,19 @@ def test_engine_run_equals_the_50_digit_replay(algo, lr, steps, extra):
     assert np.linalg.norm(r.W[0] - rep.array()) <= tol("replay_rtol") * np.linalg.norm(rep.array())
 
 
+def test_KQ_run_equals_the_50_digit_replay():
+    ds, V, Yt = _gmc(seed=1, n=5, T=4, d=3)
+    head = (REG, (V, Yt))
+    rng = np.random.default_rng(7)
+    init = {"K": 0.3 * rng.standard_normal((3, 2)), "Q": 0.3 * rng.standard_normal((3, 2))}
+    for algo in ("gd", "ngd"):
+        r = gd.run(ds, param="KQ", m=2, algo=algo, lr=0.3, steps=25, loss="correlation", head=head, init=init)
+        rep = hp.replay(ds, init, param="KQ", algo=algo, lr=0.3, steps=25, loss="correlation", head=head)
+        for name, got in (("K", r.K[0]), ("Q", r.Q[0])):
+            want = rep.array(name)
+            assert np.linalg.norm(got - want) <= tol("replay_rtol") * np.linalg.norm(want), (algo, name)
+
+
 def test_ngd_direction_far_past_softmax_underflow_is_the_50_digit_direction():
     """90 ngd steps of size 40 drive every row's wrong tokens below e^-745 (float64 s = 0 there, so the plain
     residual m - y and the effective scores underflow to 0): each late step of the float64 run is the 50-digit
@@ -230,7 +243,7 @@ def test_bad_input_is_one_line():
     neg = Dataset(ds.X, -np.ones(ds.n), ds.Z, ds.v)
     with pytest.raises(InputError, match="label"):
         gd.run(neg, param="W", loss="correlation", steps=1, head=(REG, (V, Yt)))
-    for kw in (dict(param="KQ"), dict(loss="logistic"), dict(head=("relu", np.eye(3)))):
+    for kw in (dict(param="p"), dict(loss="logistic"), dict(head=("relu", np.eye(3)))):
         with pytest.raises(ValueError):
-            hp.replay(ds, np.zeros((3, 3)) if "param" not in kw else {"K": np.eye(3), "Q": np.eye(3)}, steps=1,
+            hp.replay(ds, np.zeros((3, 3)) if "param" not in kw else np.zeros(3), steps=1,
                       **{"param": "W", "loss": "correlation", "head": (REG, (V, Yt)), **kw})  # fmt: skip
