@@ -397,7 +397,7 @@ def prepare(
     if param not in PARAMS:
         raise InputError(f"param must be one of {PARAMS}, got {param!r}")
     H = heads_of(heads, param)
-    if PARAMETERISATIONS[param].headed and (ntp or head is not None):
+    if (PARAMETERISATIONS[param].headed or PARAMETERISATIONS[param].layered) and (ntp or head is not None):
         raise InputError(f"param {param!r} trains the linear head of the data (v fixed): no head, no next-token data")
     square = isinstance(head, str) and head == NTP_SQUARE
     if loss is None:

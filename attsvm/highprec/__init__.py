@@ -55,6 +55,7 @@ from .model import (
     grad_heads,
     grad_KQ,
     grad_p,
+    grad_twolayer,
     grad_vp,
     grad_W,
     gradient_shares,
@@ -67,6 +68,7 @@ from .model import (
     loss,
     loss_derivative,
     loss_gap,
+    loss_twolayer,
     loss_value,
     matmul,
     matvec,
@@ -83,6 +85,7 @@ from .model import (
     sym_spectral_norm,
     to_numpy,
     transpose,
+    twolayer_outputs,
 )
 
 __all__ = [
@@ -105,6 +108,9 @@ __all__ = [
     "frob",
     "grad_KQ",
     "grad_heads",
+    "grad_twolayer",
+    "loss_twolayer",
+    "twolayer_outputs",
     "grad_W",
     "grad_diag",
     "grad_p",
