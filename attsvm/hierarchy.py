@@ -44,7 +44,9 @@ def layer1_data(ds: Dataset, alpha: Any, rows: list[tuple[int, int]]) -> Dataset
     if ds.batched or a.shape != X.shape[:-1]:
         raise InputError(f"layer1_data takes one data set and alpha of shape {X.shape[:-1]}")
     idx = np.array(rows, dtype=np.int64)
-    return Dataset(X[idx[:, 0]], np.ones(len(rows)), X[idx[:, 0], idx[:, 1]], np.asarray(ds.v), alpha=a[idx[:, 0], idx[:, 1]])
+    return Dataset(
+        X[idx[:, 0]], np.ones(len(rows)), X[idx[:, 0], idx[:, 1]], np.asarray(ds.v), alpha=a[idx[:, 0], idx[:, 1]]
+    )
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,4 @@ def compare(ds: Dataset, W1: Any, W2: Any, residual: bool = False) -> Hierarchy:
     def gap(W: Any, S: np.ndarray | None) -> float:
         return float("nan") if S is None else 1.0 - float(corr(np.asarray(W, dtype=np.float64), S))
 
-    return Hierarchy(
-        alpha, beta, *tops, l1, gap(W2, tops[0]), gap(W2, tops[1]), gap(W2, tops[2]), gap(W1, l1)
-    )
+    return Hierarchy(alpha, beta, *tops, l1, gap(W2, tops[0]), gap(W2, tops[1]), gap(W2, tops[2]), gap(W1, l1))
