@@ -57,6 +57,14 @@ name                 what it promises                                        num
                      :class:`~attsvm.icl.ICLData`): $n$ tasks, context $N$,    uniform floats (labels, flips)
                      $x=y\mu_\tau+z$, $\|\mu_\tau\|=R$ (``R``), labels flipped
                      w.p. ``p_flip``; $\hat\mu_\tau\ne0$ by construction
+``twolayer``         two-layer attention (:mod:`attsvm.twolayer`): a marked   dyadic decoys and noise, the key
+                     key $e_1+e_{2+k}$, the label $Y_ie_0$ on its successor,  position and labels as integers,
+                     decoys ``decoy``$\cdot c\,e_0$, one-hot positions,       towards 0
+                     $z_i=e_1$, $v=e_0$, $d=2+T+d_{\mathrm{extra}}$; raw opt
+                     the successor (unique), distinct tokens
+``gmc``              Gaussian Match-and-Copy (:mod:`attsvm.gmc`): tokens      Gaussians as ``paper``, the match
+                     $\mathcal N(0,I_d/d)$, match index $t_0\le T-2$, query   index as an integer
+                     $e_{t_0}+\sigma\xi$; ``ds.alpha`` $=t_0+1$ (the copy)
 ``ntp``              next-token data (:class:`~attsvm.ntp.data.NTPData`):     dyadic embeddings, ids and label
                      $T$ distinct ids per sequence, embeddings pairwise       positions as integers, towards 0
                      distinct, the label in its sequence; ``vocab``           (ids ``0, 1, ...``)
