@@ -157,8 +157,10 @@ def plot(res: dict):
     st = np.asarray(p["step"], dtype=float)
     ax.plot(st[1:], np.asarray(p["norm_W1"])[1:] / np.asarray(p["norm_W2"])[1:], color=PALETTE[6], lw=0.8, alpha=0.7)
     ax.axhline(1, color="0.5", lw=0.6, ls="--")
-    ax.set_ylim(0.25, 4)
     ax.set_yscale("log")
+    ax.set_ylim(0.25, 4)
+    ax.set_yticks([0.25, 0.5, 1, 2, 4], ["1/4", "1/2", "1", "2", "4"])
+    ax.minorticks_off()
     ax.set_title(r"plain GD: $\|W_1\|/\|W_2\|$", fontsize=9)
     ax.set_xlabel("GD step", fontsize=8)
     ax = fig.add_subplot(grid[1, 3])
@@ -183,10 +185,15 @@ def caption(res: dict) -> str:
         m = res["modes"][label]
         g = m["median_gap"]
         ch = sum(r["beta_changes"] > 0 for r in m["runs"])
+        trained = "norm_W1" if _f == "W2" else "norm_W2"
+        cap = 0.1 * 0.1 * s["steps"]  # a tenth of the distance normalised GD can travel
+        bounded = sum(r[trained][-1] < cap for r in m["runs"])
         parts.append(
             f"{label}: median final 1 - corr of $W_2$ with the Att-SVM of $\\beta$ over $h$ {g['top_soft']:.1e}, over "
             f"$H^\\alpha$ {g['top_hard']:.1e}, over the raw tokens {g['raw']:.1e}; of $W_1$ with the layer-1 SVM over "
-            f"$R_\\beta$ {g['layer1']:.1e}; layer-2 selection changed after the first record in {ch} runs"
+            f"$R_\\beta$ {g['layer1']:.1e}; layer-2 selection changed after the first record in {ch} runs; the trained "
+            f"factor{'s' if _f is None else ''} stayed below a tenth of the distance the steps can travel "
+            f"({cap:g}) in {bounded} runs"
         )
     p = res["plain_gd"]
     lo, hi = p["ratio_range"]
