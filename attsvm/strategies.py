@@ -872,10 +872,18 @@ def _make_twolayer(src, lead, n: int, T: int, d_extra: int = 0, decoy: float = 0
 
 def _make_gmc(src, lead, n: int, T: int, d: int, sigma: float = 0.0) -> Dataset:
     r"""Gaussian Match-and-Copy data (:mod:`attsvm.gmc`): tokens $\mathcal N(0,I_d/d)$, a match index
-    $t_0\in[0,T-2]$, the query $e_{t_0}+\sigma\xi$; ``alpha`` the copied position $t_0+1$."""
+    $t_0\in[0,T-2]$, the query $e_{t_0}+\sigma\xi$; ``alpha`` the copied position $t_0+1$. Distinct tokens by
+    construction (a repeat of an earlier token of its input is replaced by a canonical one, as in ``benign``)."""
     from . import gmc
 
-    E = src.gaussians((*lead, n, T, d)) / np.sqrt(d)
+    E = np.array(src.gaussians((*lead, n, T, d))) / np.sqrt(d)
+    for t in range(1, T):  # a token repeating an earlier one of its input (Hypothesis' grid: zeros) becomes
+        canon = np.zeros(d)  # (t + 1/2) e_(t mod d) / sqrt(d), off the grid; numpy draws never repeat
+        canon[t % d] = (t + 0.5) / np.sqrt(d)
+        rep = np.zeros(E.shape[:-2], dtype=bool)
+        for u in range(t):
+            rep |= np.all(E[..., t, :] == E[..., u, :], axis=-1)
+        E[..., t, :] = np.where(rep[..., None], canon, E[..., t, :])
     t0 = src.ints((*lead, n), 0, T - 2)
     xi = src.gaussians((*lead, n, d)) / np.sqrt(d) if sigma > 0 else np.zeros((*lead, n, d))
     return gmc.build(E, t0, xi, sigma)

@@ -35,7 +35,7 @@ GMC = {"data": "gmc", "n": 4, "T": 5, "d": 8}
     kind="empirical",
     rate=0.8,
     examples=16,
-    ci_examples=12,
+    ci_examples=16,
     notes="Measured (seed 0, 16 runs, 8000 steps, lr 1): final loss 1e-4 - 2.5e-3, 1 - corr 0.005 - 0.034 (falling "
     "from 0.008 - 0.039 at 4000 steps), slope / (||W^mm||/2) 1.00 - 1.39, approaching 1 from above as the steps "
     "grow (three runs at 2e4 steps: 1.02, 1.006, 1.11). The direction converges like 1/log k, as for linear "

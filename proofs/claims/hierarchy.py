@@ -280,7 +280,7 @@ def _confirm_joint(case, outcome):
     hypotheses=DATA,
     params={"lr": 1.0, "steps": 2000, "ratio": 2.0},
     kind="empirical",
-    rate=0.8,
+    rate=0.75,
     examples=16,
     ci_examples=12,
 )
