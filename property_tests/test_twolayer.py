@@ -172,12 +172,14 @@ REPLAYED = [
     {"algo": "ngd", "normalize": "joint", "residual": True},
     {"algo": "ngd", "causal": True, "freeze": "W1"},
     {"algo": "gd", "freeze": "W2", "residual": True, "causal": True},
+    {"algo": "ngd", "normalize": "joint", "causal": True, "data": "causal-kind"},
 ]
 
 
 @pytest.mark.parametrize("kw", REPLAYED)
 def test_float64_run_agrees_with_the_50_digit_replay(kw):
-    ds = generate.paper_law(2, 3, 3, seed=1)
+    kw = dict(kw)
+    ds = _causal_kind(n=2, T=3) if kw.pop("data", None) else generate.paper_law(2, 3, 3, seed=1)
     W1, W2 = _weights(ds.d, 4, scale=0.3)
     init = {"W1": W1, "W2": W2}
     res = gd.run(ds, param="twolayer", lr=0.2, steps=12, init=init, record_every=4, record_params=True, **kw)

@@ -17,7 +17,8 @@ $F/4$ (room for a difference of two logits and for rounding):
   initial point is checked (an overflow later is the stop reason ``non-finite``);
 * nonlinear heads: ReLU $|u|,|\hat\gamma|\le\sqrt{d'}\,\|V\|_F\|x\|$; next-token squared $|u|\le1$,
   $|\hat\gamma|\le2\max|x|\max|e_k|\,|x|$; quadratic $\|m\|^2\le\max\|x\|^2$,
-  $|\hat\gamma|\le\|x\|(\|v\|+2\lambda\|x\|)$.
+  $|\hat\gamma|\le\|x\|(\|v\|+2\lambda\|x\|)$; regression $|u|\le c^2$ and the row-scaled scores
+  $|g_{it}|\le2Tc^2$, $c=\max_{i,t}\|v_{it}-y_i\|$ (:func:`~attsvm.gd.model_torch.regression_scores`).
 
 A bound above the limit is an :class:`~attsvm.errors.InputError` naming the fields and the bound.
 """
@@ -259,6 +260,16 @@ def check_ranges(
             refuse(
                 _log(xn) + _log(Vn),
                 "head V{w}: the ReLU head cannot be represented in {dt}: sqrt(d')*||V||*max|x_it| = {val} > {lim}",
+            )
+        elif kind == "regression":  # |u| = |m - y|^2 <= c^2, |g_it| <= 2 T c^2, c = max_it |v_it - y_i|
+            V, Yt = (a.detach().cpu().numpy() for a in par)
+            with np.errstate(over="ignore", invalid="ignore"):
+                dn = frobenius_norm(V - Yt[:, :, None, :], axis=-1).reshape(B, -1)
+            c = np.max(np.where(np.isfinite(dn), dn, np.inf), axis=-1)
+            refuse(
+                math.log(2.0 * V.shape[2]) + 2 * _log(c),
+                "head (V, Yt){w}: the regression head cannot be represented in {dt}: "
+                "2 T max|v_it - y_i|^2 = {val} > {lim}",
             )
         elif kind == "ntp-square":  # |h| <= 1, |ghat_t| <= 2 max|x_it| max_k |e_k|: the vocabulary E bounds it
             E = par[0].detach().cpu().numpy()

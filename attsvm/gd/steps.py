@@ -43,13 +43,14 @@ from .model_torch import (
     logits_p,
     logits_W,
     loss_derivative_t,
+    regression_scores,
     residual_t,
     score_diff,
     token_weights,
     token_weights_logdomain,
 )
 from .numerics import ldexp, normalise, range_scaled
-from .options import SCHEDULES
+from .options import REGRESSION, SCHEDULES
 
 
 @dataclass
@@ -148,7 +149,7 @@ def forward(P: Problem, th: dict[str, torch.Tensor]):
     s = e * torch.exp(-lz)
     if P.fixed_scores:
         return logs, (s * D.gamma).sum(-1), D.gamma, (e, lz, top), W
-    u, ghat = head_outputs(D.X, D.Y, th.get("v", D.v), s, P.head)
+    u, ghat = head_outputs(D.X, D.Y, th.get("v", D.v), s, P.head, logs)
     return logs, u, ghat, (e, lz, top), W
 
 
@@ -219,7 +220,12 @@ def scaled_gradients(P: Problem, th: dict[str, torch.Tensor], fw, log_domain: bo
     if PARAMETERISATIONS[P.param].headed:  # every head's rows (h, i) at once (:func:`forward_heads`)
         logs, u, parts, H = fw[5]
         tile = lambda g: g.repeat(1, H, 1)  # noqa: E731
-    if log_domain:
+    if log_domain and P.head is not None and P.head[0] == REGRESSION:  # the scores' row log-scales L_i join
+        g, L, _ = regression_scores(logs, *P.head[1])  # the rows' log-factors (exact past softmax underflow)
+        gs, ew = normalise(g)
+        lf = batch_log_derivative(u, P.loss, bt) + L
+        w, M = token_weights_logdomain(logs, gs, u, P.loss, parts, batch=bt, log_factor=lf)
+    elif log_domain:
         gs, ew = (P.gs, P.eg) if P.fixed_scores else normalise(ghat)
         w, M = token_weights_logdomain(logs, tile(gs), u, P.loss, parts, batch=bt)
     else:  # the plain float weights, underflowing exactly where float64 does (the "underflow" stop)

@@ -123,6 +123,7 @@ from .model import (
     grad_diag,
     grad_heads,
     grad_KQ,
+    grad_regression,
     grad_twolayer,
     grad_vp,
     grad_W,
@@ -654,6 +655,7 @@ def replay(
     record_every: int | None = None,
     dps: int = DPS,
     settings: Any = None,
+    head: Any = None,
     **options: Any,
 ) -> Replay:
     r"""Replay ``steps`` steps of ``algo`` on ``param`` from ``init`` at ``dps`` digits (module docstring).
@@ -671,7 +673,12 @@ def replay(
     ``minibatch`` $b$ (a settings field): update $k$ takes the gradients of $\frac1b\sum_{i\in B_k}\ell_i$,
     $B_k=\{(kb+j)\bmod n\}_{j<b}$ — the loss of the data set of the rows $B_k$ alone (:func:`batch_data`), summed
     here at ``dps`` digits; an update whose gradients are all zero then takes no step (its state still decays), and
-    the replay stops only after $n/\gcd(n,b)$ such updates in a row (a whole period of batches: a fixed point)."""
+    the replay stops only after $n/\gcd(n,b)$ such updates in a row (a whole period of batches: a fixed point).
+
+    ``head``: ``None`` (the linear head of the data), or the square-loss regression head of the engine,
+    ``("regression", (V, Yt))`` with values V (N,T,d_v) and targets Yt (N,d_v) (param ``W``, loss
+    ``"correlation"``): its gradient :func:`~attsvm.highprec.model.grad_regression`, written from the definition.
+    Other nonlinear heads are not replayed (``ValueError``)."""
     from ..gd.spec import minibatch_of, resolve_settings
 
     if param not in PARAMS:
@@ -683,6 +690,12 @@ def replay(
         raise ValueError(f"no 50-digit step of algo {S.algo!r}; replayed: {ALGOS}")
     D = data(ds)
     b = minibatch_of(S.minibatch, D.N)
+    if head is not None:
+        if not (isinstance(head, tuple | list) and len(head) == 2 and head[0] == "regression"):
+            raise ValueError("the replay's only nonlinear head is ('regression', (V, Yt))")
+        if param != "W" or loss != "correlation":
+            raise ValueError("the regression head is replayed on param 'W' with loss 'correlation' (the square loss)")
+        V, Yt = (np.asarray(a, dtype=np.float64) for a in head[1])
     with mp.workdps(dps):
         th = _init(param, init, D.d)
         if isinstance(lr, str):
@@ -710,8 +723,13 @@ def replay(
         state: dict[str, Any] = {}
         step = STEPS[S.algo]
         for k in range(steps):
-            Dk = D if b is None else batch_data(D, [(k * b + j) % D.N for j in range(b)])
-            grads = _gradients(Dk, param, th, loss, dps, S)
+            rows = None if b is None else [(k * b + j) % D.N for j in range(b)]
+            Dk = D if rows is None else batch_data(D, rows)
+            if head is None:
+                grads = _gradients(Dk, param, th, loss, dps, S)
+            else:  # the regression head on param W (the mini-batch: its rows' values and targets)
+                sel = slice(None) if rows is None else rows
+                grads = {"W": grad_regression(Dk, th["W"], V[sel], Yt[sel], dps)}
             norms = {name: frob(g) for name, g in grads.items()}
             new, dirs = step(Step(th, grads, norms, step_size(eta0, k, S.schedule), k + 1, values, state, dps))
             if new is None:

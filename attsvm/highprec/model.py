@@ -63,6 +63,9 @@ __all__ = [
     "grad_W",
     "grad_KQ",
     "grad_diag",
+    "regression_outputs",
+    "loss_regression",
+    "grad_regression",
     "heads_outputs",
     "loss_heads",
     "grad_heads",
@@ -430,6 +433,58 @@ def grad_diag(ds: Dataset | HPData, k: Any, q: Any, loss: str = "logistic", dps:
         W = [[km[a] * qm[a] if a == b else mpmath.mpf(0) for b in range(d)] for a in range(d)]
         G = grad_W(ds, W, loss, dps)
         return [G[a][a] * qm[a] for a in range(d)], [G[a][a] * km[a] for a in range(d)]
+
+
+def _regression_values(D: HPData, V: Any, Yt: Any) -> tuple[list, list]:
+    """The head's values [N][T][d_v] and targets [N][d_v] as exact ``mpf`` (shapes checked against ``D``)."""
+    Vm = V if isinstance(V, list) else as_mp(np.asarray(V, dtype=np.float64))
+    Ym = Yt if isinstance(Yt, list) else as_mp(np.asarray(Yt, dtype=np.float64))
+    dv = len(Ym[0]) if Ym else 0
+    if len(Vm) != D.N or len(Ym) != D.N or any(len(Vi) != D.T or any(len(x) != dv for x in Vi) for Vi in Vm):
+        raise ValueError(f"the regression head needs V [N][T][d_v] and Yt [N][d_v] with N={D.N}, T={D.T}")
+    return Vm, Ym
+
+
+def regression_outputs(ds: Dataset | HPData, W: Any, V: Any, Yt: Any, dps: int = DPS) -> tuple[MP, MP, list]:
+    r"""The square-loss regression head at ``dps`` digits, from its definition: $s_i=\mathbb S(X_iWz_i)$ over the
+    visible tokens, the prediction $m_i=\sum_ts_{it}v_{it}$ of the values ``V`` [N][T][d_v] and its residual from the
+    target $y_i$ (``Yt`` [N][d_v]), summed as $r_i=m_i-y_i=\sum_ts_{it}(v_{it}-y_i)$ (as $\sum_ts_{it}=1$; nothing
+    cancels near saturation), and $\|r_i\|^2$. Returns ``(s, r, sq)``: [N][T], [N][d_v], [N]."""
+    D = data(ds)
+    with mp.workdps(dps):
+        Vm, Ym = _regression_values(D, V, Yt)
+        Wm = as_mp(W) if not isinstance(W, list) else W
+        s = [softmax(ai, vi) for ai, vi in zip(logits(D.X, Wm, D.Z), D.vis)]
+        r = [
+            [mp.fsum(s[i][t] * (Vm[i][t][j] - Ym[i][j]) for t in D.vis[i]) for j in range(len(Ym[i]))]
+            for i in range(D.N)
+        ]
+        return s, r, [mp.fdot(ri, ri) for ri in r]
+
+
+def loss_regression(ds: Dataset | HPData, W: Any, V: Any, Yt: Any, dps: int = DPS) -> mpmath.mpf:
+    r"""$\mathcal L(W)=\frac1n\sum_i\|\sum_ts_{it}v_{it}-y_i\|^2$ (:func:`regression_outputs`) at ``dps`` digits."""
+    with mp.workdps(dps):
+        sq = regression_outputs(ds, W, V, Yt, dps)[2]
+        return mp.fsum(sq) / len(sq)
+
+
+def grad_regression(ds: Dataset | HPData, W: Any, V: Any, Yt: Any, dps: int = DPS) -> MP:
+    r"""$\nabla\mathcal L(W)$ ([d][d]) of :func:`loss_regression` at ``dps`` digits, by the chain rule:
+    $\partial\|r_i\|^2/\partial s_{it}=c_{it}=2v_{it}^\top r_i$, through the softmax Jacobian
+    $\mathrm{diag}(s_i)-s_is_i^\top$: $\partial\|r_i\|^2/\partial a_{it}=s_{it}\sum_\tau s_{i\tau}(c_{it}-c_{i\tau})$
+    (pairwise), and $\nabla\mathcal L=\frac1n\sum_{i,t}\frac{\partial\|r_i\|^2}{\partial a_{it}}x_{it}z_i^\top$."""
+    D = data(ds)
+    with mp.workdps(dps):
+        Vm, _ = _regression_values(D, V, Yt)
+        s, r, _ = regression_outputs(D, W, V, Yt, dps)
+        rows = []
+        for i in range(D.N):
+            vis = D.vis[i]
+            c = {t: 2 * mp.fdot(Vm[i][t], r[i]) for t in vis}
+            da = {t: s[i][t] * mp.fsum(s[i][k] * (c[t] - c[k]) for k in vis) for t in vis}
+            rows.append([mp.fsum(da[t] * D.X[i][t][j] for t in vis) / D.N for j in range(D.d)])
+        return _assemble(D, rows)
 
 
 def heads_outputs(ds: Dataset | HPData, K: Any, Q: Any, dps: int = DPS) -> tuple[list, MP, list]:
