@@ -23,10 +23,10 @@ $t_{0,i}+1$, $Y_i=1$ and $v=e_1$ (no head: $v$ is unused).
 .. math:: a_{it}=k_{it}^\top Wq_i,\quad s_i=\mathbb S(a_i)\ (t=1..T-1),\quad
           \hat y_i=\sum_ts_{it}e_{it},\quad \mathcal L(W)=\frac1n\sum_i\|\hat y_i-e_{i,t_{0,i}+1}\|^2 .
 
-Gradient (:func:`gradient`): with $r_i=\hat y_i-e_{i\alpha_i}=\sum_ts_{it}(e_{it}-e_{i\alpha_i})$,
-$\partial\mathcal L_i/\partial a_{it}=2s_{it}\,r_i^\top(e_{it}-\hat y_i)$ and
-$\nabla\mathcal L=\frac1n\sum_{i,t}\frac{\partial\mathcal L_i}{\partial a_{it}}\,k_{it}q_i^\top$ (differences in
-the pairwise form, no cancellation near saturation).
+It is the one-layer model of :mod:`attsvm.model` on the keys (:func:`attention_view`) with the engine's square-loss
+regression head $(V,Y_t)$ = (the values $e_{it}$, the targets $e_{i,t_0+1}$) and the loss ``correlation``
+(:func:`regression_head`, :func:`train`: :func:`attsvm.gd.run`; its 50-digit replay is
+:func:`attsvm.highprec.replay` with the same head).
 
 **The max-margin separator** (:func:`attention_view`): $\min\|W\|_F$ s.t. $(k_{i\alpha_i}-k_{it})^\top Wq_i\ge1$
 for all $i$ and $t\ne\alpha_i$ — the Att-SVM of :mod:`attsvm.svm` on the data set whose tokens are the keys, with
@@ -39,16 +39,14 @@ with a constant step gives $\|W_k\|_F=\frac{\|W^{mm}\|_F}2\log k+O(1)$.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .data import Dataset
 from .errors import InputError
-from .model import log_softmax
 
-__all__ = ["GMCRun", "attention_view", "build", "gradient", "keys", "loss", "rate_constant", "train"]
+__all__ = ["attention_view", "build", "keys", "regression_head", "rate_constant", "train"]
 
 
 def build(E: np.ndarray, t0: np.ndarray, xi: np.ndarray, sigma: float = 0.0) -> Dataset:
@@ -73,37 +71,18 @@ def keys(ds: Dataset) -> np.ndarray:
 
 
 def attention_view(ds: Dataset) -> Dataset:
-    r"""The Att-SVM data of the separator: tokens the keys $k_{it}$ (position $t$ is token $t-1$), queries $q_i$,
-    selection $\alpha_i-1$ (module docstring)."""
+    r"""The one-layer data set of the model and of its separator: tokens the keys $k_{it}$ (position $t$ is token
+    $t-1$), queries $q_i$, labels 1, selection $\alpha_i-1$ (module docstring)."""
     return Dataset(keys(ds), np.asarray(ds.Y), np.asarray(ds.Z), np.asarray(ds.v), alpha=np.asarray(ds.alpha) - 1)
 
 
-def _parts(ds: Dataset, W: np.ndarray):
-    K = keys(ds)
-    V = np.asarray(ds.X)[..., 1:, :]  # values e_it, t = 1..T-1
-    a = np.einsum("...ntd,...de,...ne->...nt", K, W, np.asarray(ds.Z))
-    log_s = log_softmax(a)
-    s = np.exp(log_s)
-    sel = np.asarray(ds.alpha) - 1
-    target = np.take_along_axis(V, sel[..., None, None], axis=-2)[..., 0, :]
-    r = np.einsum("...nt,...ntd->...nd", s, V - target[..., None, :])  # r_i = sum_t s_t (e_t - e_alpha)
-    return K, V, s, log_s, r
-
-
-def loss(ds: Dataset, W: np.ndarray) -> np.ndarray:
-    r"""$\mathcal L(W)=\frac1n\sum_i\|\hat y_i-e_{i\alpha_i}\|^2$ (module docstring), shape (...)."""
-    r = _parts(ds, np.asarray(W, dtype=np.float64))[4]
-    return np.mean(np.sum(r * r, -1), -1)
-
-
-def gradient(ds: Dataset, W: np.ndarray) -> np.ndarray:
-    r"""$\nabla\mathcal L(W)=\frac1n\sum_{i,t}2s_{it}r_i^\top(e_{it}-\hat y_i)\,k_{it}q_i^\top$, with
-    $e_{it}-\hat y_i=\sum_\sigma s_{i\sigma}(e_{it}-e_{i\sigma})$ (module docstring)."""
-    K, V, s, _, r = _parts(ds, np.asarray(W, dtype=np.float64))
-    rv = np.einsum("...nd,...ntd->...nt", r, V)  # r^T e_t
-    dev = rv - np.einsum("...nt,...nt->...n", s, rv)[..., None]  # r^T (e_t - y_hat), pairwise sum in exact form
-    w = 2.0 * s * dev / s.shape[-2]
-    return np.einsum("...nt,...ntd,...ne->...de", w, K, np.asarray(ds.Z))
+def regression_head(ds: Dataset) -> tuple[str, tuple[np.ndarray, np.ndarray]]:
+    r"""The engine's square-loss head ``("regression", (V, Yt))`` of the model: values $V_{it}=e_{it}$ ($t=1..T-1$)
+    and targets $y_i=e_{i,\alpha_i}$ (the copied token)."""
+    X = np.asarray(ds.X)
+    V = X[..., 1:, :]
+    Yt = np.take_along_axis(X, np.asarray(ds.alpha)[..., None, None], axis=-2)[..., 0, :]
+    return ("regression", (V, Yt))
 
 
 def rate_constant(wmm_norm: float) -> float:
@@ -111,31 +90,11 @@ def rate_constant(wmm_norm: float) -> float:
     return 0.5 * float(wmm_norm)
 
 
-@dataclass(frozen=True)
-class GMCRun:
-    """A GD run of the GMC model: recorded ``steps`` (k), ``W`` (len, ..., d, d), ``loss`` (len, ...)."""
+def train(ds: Dataset, lr: float, steps: int, record_every: int | None = None, **options: Any):
+    r"""GD $W_{k+1}=W_k-\eta\nabla\mathcal L(W_k)$ from $W_0=0$ on the GMC square loss: :func:`attsvm.gd.run` on
+    :func:`attention_view` with :func:`regression_head` and the loss ``correlation`` (a :class:`attsvm.gd.GDResult`;
+    ``options`` go to the engine, e.g. ``record_params``)."""
+    from . import gd
 
-    steps: np.ndarray
-    W: np.ndarray
-    loss: np.ndarray
-
-
-def train(ds: Dataset, lr: float, steps: int, record: Any = ()) -> GMCRun:
-    r"""GD $W_{k+1}=W_k-\eta\nabla\mathcal L(W_k)$ from $W_0=0$ on the GMC square loss (the engine
-    :func:`attsvm.gd.run` has no square loss with vector targets and separate keys and values, so this model keeps
-    its own stepper), recording the steps in ``record`` (and the last)."""
-    if not (isinstance(steps, int) and steps >= 1) or not lr > 0:
-        raise InputError(f"GMC training needs steps >= 1 and lr > 0, got steps={steps!r}, lr={lr!r}")
-    d = ds.d
-    W = np.zeros(np.asarray(ds.X).shape[:-3] + (d, d))
-    marks = sorted({int(k) for k in record if 0 <= int(k) <= steps} | {steps})
-    out_k, out_W, out_L = [], [], []
-    for k in range(steps + 1):
-        if marks and k == marks[0]:
-            marks.pop(0)
-            out_k.append(k)
-            out_W.append(W.copy())
-            out_L.append(loss(ds, W))
-        if k < steps:
-            W = W - lr * gradient(ds, W)
-    return GMCRun(np.array(out_k), np.array(out_W), np.array(out_L))
+    return gd.run(attention_view(ds), param="W", algo="gd", loss="correlation", head=regression_head(ds), lr=lr,
+                  steps=steps, init="zero", record_every=record_every, **options)  # fmt: skip
