@@ -7,7 +7,8 @@ Main entry point::
     res.W            # (B,d,d) final iterates;  res.stop_reason  # ["steps", ...]
 
 * :func:`run` / :class:`GDResult` — the engine (:mod:`.engine`, :mod:`.result`): parametrisations ``W``, ``KQ``,
-  ``p``, ``vp``, ``diag`` (``PARAMS``); the declared algorithms (``ALGORITHMS``, one module each in :mod:`.algos`)
+  ``p``, ``vp``, ``diag``, ``heads`` and the two-layer ``twolayer`` ($W_1$, $W_2$; :mod:`attsvm.twolayer`)
+  (``PARAMS``); the declared algorithms (``ALGORITHMS``, one module each in :mod:`.algos`)
   ``gd``, ``ngd`` (direction in the log domain, runs far past underflow), ``md`` ($\ell_q$ mirror descent),
   ``nsd`` (normalised steepest descent in a norm of ``NORMS``: ``fro``, ``linf``, ``l1``, ``spec``, ``lq``;
   THEORY §6), ``adam`` (bias-corrected, scale-safe moments), ``nmd`` (normalised $\ell_q$ mirror descent),

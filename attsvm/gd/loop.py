@@ -15,7 +15,7 @@ import torch
 from ..errors import InputError
 from .init import PARAMETERISATIONS
 from .model_torch import TorchData, corr_t, loss_value_t, ntp_square_head
-from .options import NTP_SQUARE
+from .options import NTP_SQUARE, REGRESSION
 from .result import NONFINITE, STOP_REASONS, GDResult
 from .spec import Job, batch_period, batch_rows, dtype_name_of
 from .steps import Problem, W_of, forward, step_size
@@ -40,14 +40,19 @@ def dtype_of(dtype: Any) -> torch.dtype:
     return getattr(torch, dtype_name_of(dtype))
 
 
-def head_of(head: Any, B: int, d: int, param: str, dev, dt):
-    """A validated nonlinear head (None, ``("relu", V)`` with V on the device, ``("quadratic", lam)``)."""
+def head_of(head: Any, D: TorchData, param: str, loss: str):
+    """A validated nonlinear head on the device of the data ``D``: None, ``("relu", V)`` (V (d,d') or (B,d,d')),
+    ``("quadratic", lam)``, or ``("regression", (V, Yt))`` with per-token values V (N,T,d_v) or (B,N,T,d_v) and
+    targets Yt (N,d_v) or (B,N,d_v) over the rows of the flat view (labels 1, the loss ``correlation``: the square
+    loss; :func:`~attsvm.gd.model_torch.head_outputs`)."""
     if head is None:
         return None
     if param == "vp":
         raise InputError("a nonlinear head is not available for joint (v,p) training")
     if not (isinstance(head, tuple | list) and len(head) == 2):
-        raise InputError("head must be None, ('relu', V) or ('quadratic', lam)")
+        raise InputError(f"head must be None, ('relu', V), ('quadratic', lam) or ({REGRESSION!r}, (V, Yt))")
+    B, N, T, d = D.X.shape
+    dev, dt = D.X.device, D.X.dtype
     kind, par = head
     if kind == "relu":
         V = np.asarray(par, dtype=np.float64)
@@ -61,7 +66,34 @@ def head_of(head: Any, B: int, d: int, param: str, dev, dt):
         if not np.isfinite(lam):
             raise InputError("quadratic head lambda must be finite")
         return ("quadratic", lam)
-    raise InputError(f"unknown head {kind!r}; expected 'relu' or 'quadratic'")
+    if kind == REGRESSION:
+        return (REGRESSION, regression_head(par, D, loss))
+    raise InputError(f"unknown head {kind!r}; expected 'relu', 'quadratic' or {REGRESSION!r}")
+
+
+def regression_head(par: Any, D: TorchData, loss: str) -> tuple[torch.Tensor, torch.Tensor]:
+    r"""The validated ``(V, Yt)`` of a ``("regression", (V, Yt))`` head as (B,N,T,d_v), (B,N,d_v) tensors on the
+    device of ``D`` (:class:`~attsvm.errors.InputError`, one line, otherwise)."""
+    B, N, T, _ = D.X.shape
+    want = f"V (N,T,d_v) or (B,N,T,d_v) and Yt (N,d_v) or (B,N,d_v) with N={N}, T={T}" + (f", B={B}" if B > 1 else "")
+    try:
+        V, Yt = (np.asarray(a, dtype=np.float64) for a in par)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"the {REGRESSION} head takes (V, Yt): {want}") from exc
+    if V.ndim == 3:
+        V = np.broadcast_to(V, (B, *V.shape))
+    if Yt.ndim == 2:
+        Yt = np.broadcast_to(Yt, (B, *Yt.shape))
+    if V.ndim != 4 or V.shape[:3] != (B, N, T) or Yt.shape != (B, N, V.shape[-1]) or V.shape[-1] < 1:
+        raise InputError(f"the {REGRESSION} head needs {want}; got V {np.shape(par[0])}, Yt {np.shape(par[1])}")
+    if not (np.all(np.isfinite(V)) and np.all(np.isfinite(Yt))):
+        raise InputError(f"the {REGRESSION} head's values V and targets Yt must be finite")
+    if loss != "correlation":
+        raise InputError(f"the {REGRESSION} head is the square loss with loss 'correlation' (l(u) = -u), got {loss!r}")
+    if not bool((D.Y == 1).all()):
+        raise InputError(f"the {REGRESSION} head needs every label Y_i = 1 (its targets are Yt)")
+    t = lambda a: torch.as_tensor(np.array(a), dtype=D.X.dtype, device=D.X.device)  # noqa: E731
+    return t(V), t(Yt)
 
 
 def _np(x: torch.Tensor | None) -> np.ndarray | None:
@@ -69,7 +101,11 @@ def _np(x: torch.Tensor | None) -> np.ndarray | None:
 
 
 def _fields(P: Problem, fw, pr: torch.Tensor, opt: np.ndarray) -> dict[str, np.ndarray]:
-    """The :func:`~attsvm.gd.summary.fields` of the iterate of the forward pass ``fw`` (primary parameter ``pr``)."""
+    """The :func:`~attsvm.gd.summary.fields` of the iterate of the forward pass ``fw`` (primary parameter ``pr``);
+    ``twolayer``: of layer 2, ``opt`` the visible argmax of its effective scores $g_{it}$ at this iterate."""
+    if PARAMETERISATIONS[P.param].layered:
+        g = fw[2] if P.D.mask is None else fw[2].masked_fill(~P.D.mask, float("-inf"))
+        opt = _np(g.argmax(-1))
     return fields(_np(fw[0]), _np(fw[1]), _np(pr), opt, P.loss)
 
 
@@ -92,9 +128,9 @@ def _run(job: Job, progress, t0: float) -> GDResult:
     D = TorchData.of(ds, dev, dt)
     B, N, T, d = D.X.shape
     square = isinstance(head, str) and head == NTP_SQUARE
-    hd = ntp_square_head(ds, dev, dt) if square else head_of(head, B, d, param, dev, dt)
+    hd = ntp_square_head(ds, dev, dt) if square else head_of(head, D, param, loss)
     job.check_ranges(hd)
-    P = Problem(D, param, loss, hd)
+    P = Problem(D, param, loss, hd, settings.freeze, settings.residual, settings.causal)
     lr_t = torch.as_tensor(lr_np, dtype=dt, device=dev)
     tg = {k: torch.as_tensor(np.array(a), dtype=dt, device=dev) for k, a in job.targets.items()}
     first = next(iter(tg), None)
@@ -199,6 +235,8 @@ def _run(job: Job, progress, t0: float) -> GDResult:
         Q=_np(th.get("Q", th.get("q"))),
         p=_np(th.get("p")),
         v=_np(th.get("v")),
+        W1=_np(th.get("W1")),
+        W2=_np(th.get("W2")),
         **_fields(P, fw, pr, opt),
         steps=_np(taken),
         stop_reason=[STOP_REASONS[i] for i in _np(reason).tolist()],

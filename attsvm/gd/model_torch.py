@@ -34,7 +34,7 @@ import torch
 
 from ..data import Dataset
 from .numerics import normalise
-from .options import LOSSES, NTP_SQUARE
+from .options import LOSSES, NTP_SQUARE, REGRESSION
 
 
 # ---------------------------------------------------------------------- data on a device
@@ -188,7 +188,7 @@ def residual_t(s: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
 
 # ---------------------------------------------------------------------- heads
 def head_outputs(
-    X: torch.Tensor, Y: torch.Tensor, v: torch.Tensor, s: torch.Tensor, head=None
+    X: torch.Tensor, Y: torch.Tensor, v: torch.Tensor, s: torch.Tensor, head=None, logs: torch.Tensor | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     r"""Return $(u,\hat\gamma)$: $u_i=Y_ih(X_i^\top s_i)$ and effective scores $\hat\gamma_{it}=Y_ix_{it}^\top\nabla h$.
 
@@ -197,12 +197,21 @@ def head_outputs(
     $h(m)=v^\top m-\lambda\|m\|^2$; ``("ntp-square", (E, onehot))`` (next-token data, :func:`ntp_square_head`):
     $h_i(m)=-(1-p_{iy_i})^2$ with $p_i=\mathbb S(Em)$ over the vocabulary ``E`` (B,K,d) and the label $y_i$
     (``onehot`` (B,N,K)), $\nabla h_i=2(1-p_{iy_i})p_{iy_i}E^\top(e_{y_i}-p_i)$ — with the loss ``correlation``,
-    $\ell(u)=-u$, the authors' squared loss $(1-p_{iy_i})^2$ of their local-convergence runs.
-    Masked tokens must carry $s=0$."""
+    $\ell(u)=-u$, the authors' squared loss $(1-p_{iy_i})^2$ of their local-convergence runs;
+    ``("regression", (V, Yt))`` (:func:`regression_scores`): per-token *values* $v_{it}$ (V (B,N,T,d_v)) apart from the
+    keys $x_{it}$ and targets $y_i$ (Yt (B,N,d_v)), $m_i=V_i^\top s_i$, $h_i(m)=-\|m-y_i\|^2$, labels $Y_i=1$ — with
+    the loss ``correlation`` the square loss $\mathcal L=\frac1N\sum_i\|V_i^\top s_i-y_i\|^2$; its effective scores
+    are $\hat\gamma_{it}=-2(v_{it}-y_i)^\top(m_i-y_i)$, i.e. $v_{it}^\top\nabla h_i$ less the row constant
+    $y_i^\top\nabla h_i$ (only the differences $\hat\gamma_{it}-\hat\gamma_{i\tau}$ enter a gradient).
+    Masked tokens must carry $s=0$ (``logs``: $\log s$, read by the regression head; default $\log$ of ``s``)."""
     if head is None:
         g = scores_t(X, Y, v)
         return (s * g).sum(-1), g
     kind, par = head
+    if kind == REGRESSION:
+        gh, L, rhat = regression_scores(torch.log(s) if logs is None else logs, *par)
+        sc = torch.exp(L)  # e^{L_i}: m_i - y_i = e^{L_i} rhat_i (0 where L_i = -inf)
+        return -(sc * sc) * (rhat * rhat).sum(-1), sc.unsqueeze(-1) * gh
     m = torch.matmul(s.unsqueeze(-2), X).squeeze(-2)  # (B,N,d): X_i^T s_i
     if kind == "relu":
         par = torch.as_tensor(par, dtype=X.dtype, device=X.device)
@@ -226,6 +235,28 @@ def head_outputs(
         raise ValueError(f"unknown head {kind!r}")
     ghat = Y[..., None] * torch.matmul(X, grad_h.unsqueeze(-1)).squeeze(-1)
     return Y * h, ghat
+
+
+def regression_scores(
+    logs: torch.Tensor, V: torch.Tensor, Yt: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    r"""The regression head's residual and effective scores with a row log-scale: ``(g, L, rhat)`` with
+    $m_i-y_i=e^{L_i}\hat r_i$ and $\hat\gamma_{it}=e^{L_i}g_{it}$, $g_{it}=-2(v_{it}-y_i)^\top\hat r_i$ (B,N,T),
+    $L_i$ (B,N), $\hat r_i$ (B,N,d_v), from ``logs`` $\log s$ (B,N,T), ``V`` (B,N,T,d_v), ``Yt`` (B,N,d_v).
+
+    The residual is summed in the cancellation-free form $m_i-y_i=\sum_ts_{it}(v_{it}-y_i)$ (no $m_i\approx y_i$
+    subtracted) over the tokens with $v_{it}\ne y_i$, centred at the heaviest of them,
+    $L_i=\max_{t:v_{it}\ne y_i}\log s_{it}$: $\hat r_i=\sum_te^{\log s_{it}-L_i}(v_{it}-y_i)$ (weights $\le1$, the
+    largest exactly 1). So $g$ is $O(1)$ however far the softmax has underflowed, and the log-domain direction
+    (:func:`attsvm.gd.steps.scaled_gradients`: $L_i$ joins the row log-factor) stays exact; $L_i=-\infty$
+    ($\hat r_i=0$, $g_i=0$) when $m_i=y_i$ exactly."""
+    Dv = V - Yt.unsqueeze(-2)  # v_it - y_i
+    lsl = logs.masked_fill(~(Dv != 0).any(-1), float("-inf"))  # log s_it over the tokens with v_it != y_i
+    L = lsl.amax(-1)
+    Ls = torch.where(torch.isfinite(L), L, torch.zeros_like(L))
+    rhat = torch.matmul(torch.exp(lsl - Ls.unsqueeze(-1)).unsqueeze(-2), Dv).squeeze(-2)
+    g = -2.0 * torch.matmul(Dv, rhat.unsqueeze(-1)).squeeze(-1)
+    return g, L, rhat
 
 
 def ntp_square_head(ds, device, dtype) -> tuple:
@@ -281,8 +312,13 @@ def token_weights_logdomain(
     loss: str = "logistic",
     parts: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
     batch: tuple[torch.Tensor, int] | None = None,
+    log_factor: torch.Tensor | None = None,
+    n: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     r"""$(\tilde\omega, M)$ with $\omega=e^{M}\tilde\omega$ (module docstring): $\tilde\omega$ (B,N,T), $M$ (B,).
+    ``log_factor`` (B,N): the rows' log-factors in place of $\log|\ell'(u_i)|$ (``u`` is then not read), ``n``
+    the divisor in place of $N$ (the two-layer model's layer-1 rows $(i,t)$: $\log|\ell'_i|+\log s^2_{it}$ over
+    the $N$ inputs, :func:`attsvm.gd.steps.gradients_twolayer`).
     ``batch`` ``(rows, b)``: the weights of the mini-batch loss $\frac1b\sum_{i\in\text{rows}}\ell_i$
     (:func:`batch_log_derivative`: the other rows' $\log|\ell'|=-\infty$ before $M$ is taken, their weights exactly
     0).
@@ -304,7 +340,7 @@ def token_weights_logdomain(
     (valid pairs through $t_1$) and $1/s_{t_1}\le T$: nothing overflows, nothing cancels
     catastrophically ($\delta$ is an exact difference), however far $s$ has underflowed.
     ``parts``: ``(e, log Z, t1)`` of :func:`log_softmax_parts` for ``logs`` (saves recomputing them)."""
-    lc = batch_log_derivative(u, loss, batch)  # (B,N); -inf off the mini-batch
+    lc = batch_log_derivative(u, loss, batch) if log_factor is None else log_factor  # (B,N); -inf off the batch
     if parts is None:
         mx, idx = logs.max(dim=-1, keepdim=True)  # log s_{t1}
         q = torch.exp(logs - mx)  # s_t / s_{t1}
@@ -323,7 +359,8 @@ def token_weights_logdomain(
     rho = (eS * dA).sum(-1, keepdim=True)
     # e^{alpha_t} = e^{S_t - M} / s_t1; 1 / s_t1 = e^{-mx}: with the parts, -mx is log Z itself (no negation)
     w = eS.mul_(torch.exp(lz if parts is not None else -mx)).mul_(dA).sub_(q * rho)
-    return w.mul_(-1.0 / (u.shape[-1] if batch is None else batch[1])), M
+    count = n if n is not None else (u.shape[-1] if batch is None else batch[1])
+    return w.mul_(-1.0 / count), M
 
 
 def token_weights_logdomain_pairwise(
@@ -370,7 +407,7 @@ def grad_from_weights_p(w: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
 def _state_W(D: TorchData, W: torch.Tensor, head, loss: str):
     logs = log_softmax_t(logits_W(D.X, W, D.Z), D.mask)
     s = torch.exp(logs)
-    u, ghat = head_outputs(D.X, D.Y, D.v, s, head)
+    u, ghat = head_outputs(D.X, D.Y, D.v, s, head, logs)
     return logs, s, u, ghat
 
 

@@ -38,6 +38,9 @@ NTP_LOSS = "nll"
 #: the head of the next-token *squared* loss (the authors' local-convergence runs,
 #: :func:`~attsvm.gd.model_torch.head_outputs`)
 NTP_SQUARE = "ntp-square"
+#: the square-loss regression head $h_i(m)=-\|m-y_i\|^2$ on per-token values, $m_i=V_i^\top s_i$ (with the loss
+#: ``correlation``, $\frac1n\sum_i\|V_i^\top s_i-y_i\|^2$; :func:`~attsvm.gd.model_torch.head_outputs`)
+REGRESSION = "regression"
 
 
 #: the losses the fused CPU kernel evaluates (:mod:`attsvm.gd.fused`)

@@ -17,7 +17,8 @@ $F/4$ (room for a difference of two logits and for rounding):
   initial point is checked (an overflow later is the stop reason ``non-finite``);
 * nonlinear heads: ReLU $|u|,|\hat\gamma|\le\sqrt{d'}\,\|V\|_F\|x\|$; next-token squared $|u|\le1$,
   $|\hat\gamma|\le2\max|x|\max|e_k|\,|x|$; quadratic $\|m\|^2\le\max\|x\|^2$,
-  $|\hat\gamma|\le\|x\|(\|v\|+2\lambda\|x\|)$.
+  $|\hat\gamma|\le\|x\|(\|v\|+2\lambda\|x\|)$; regression $|u|\le c^2$ and the row-scaled scores
+  $|g_{it}|\le2Tc^2$, $c=\max_{i,t}\|v_{it}-y_i\|$ (:func:`~attsvm.gd.model_torch.regression_scores`).
 
 A bound above the limit is an :class:`~attsvm.errors.InputError` naming the fields and the bound.
 """
@@ -206,7 +207,27 @@ def check_ranges(
             f"{knob}{{w}}: the mirror-descent dual of {k!r} cannot be represented in {{dt}}: its norm can reach "
             f"{drule} = {{val}} > {{lim}}; {fix}",
         )
-    if PARAMETERISATIONS[param].attention:
+    if PARAMETERISATIONS[param].layered:
+        # twolayer (attsvm.twolayer): |h| <= 2 max|x| (residual), layer-1 logits |x|^2 R1, layer-2 logits
+        # |h| R2 |z|, scores |h||v|, and the layer-1 effective scores |chat^T x| <= (|v| + 4|x||v| R2 |z|) |x|
+        l2 = math.log(2.0)
+        lg2 = _log(xn) + _log(zn) + lR["W2"]
+        refuse(
+            2.0 * _log(xn) + lR["W1"],
+            "field 'X'{w}: the layer-1 logits x^T W1 x cannot be represented in {dt}: "
+            f"max|x_it|^2*({rules['W1']}) = {{val}} > {{lim}}; {fix}, or rescale X",
+        )
+        refuse(
+            l2 + lg2,
+            "fields 'X', 'Z'{w}: the layer-2 logits h^T W2 z cannot be represented in {dt}: "
+            f"2*max|x_it|*max|z_i|*({rules['W2']}) = {{val}} > {{lim}}; {fix}, or rescale X or Z",
+        )
+        refuse(
+            _log(xn) + _log(vn) + np.logaddexp(0.0, 2.0 * l2 + lg2) + _log(xn) + l2,
+            "fields 'X', 'Z', 'v'{w}: the layer-1 effective scores chat^T x cannot be represented in {dt}: "
+            f"2*max|x|^2*|v|*(1 + 4*max|x|*max|z|*({rules['W2']})) = {{val}} > {{lim}}; {fix}, or rescale the data",
+        )
+    elif PARAMETERISATIONS[param].attention:
         # heads: |sum_h K_h Q_h^T| <= sum_h |K_h||Q_h| <= |K||Q| (Cauchy-Schwarz over the heads)
         lw = lR["W"] if param == "W" else lR["K"] + lR["Q"] if param in ("KQ", "heads") else lR["k"] + lR["q"]
         refuse(
@@ -239,6 +260,16 @@ def check_ranges(
             refuse(
                 _log(xn) + _log(Vn),
                 "head V{w}: the ReLU head cannot be represented in {dt}: sqrt(d')*||V||*max|x_it| = {val} > {lim}",
+            )
+        elif kind == "regression":  # |u| = |m - y|^2 <= c^2, |g_it| <= 2 T c^2, c = max_it |v_it - y_i|
+            V, Yt = (a.detach().cpu().numpy() for a in par)
+            with np.errstate(over="ignore", invalid="ignore"):
+                dn = frobenius_norm(V - Yt[:, :, None, :], axis=-1).reshape(B, -1)
+            c = np.max(np.where(np.isfinite(dn), dn, np.inf), axis=-1)
+            refuse(
+                math.log(2.0 * V.shape[2]) + 2 * _log(c),
+                "head (V, Yt){w}: the regression head cannot be represented in {dt}: "
+                "2 T max|v_it - y_i|^2 = {val} > {lim}",
             )
         elif kind == "ntp-square":  # |h| <= 1, |ghat_t| <= 2 max|x_it| max_k |e_k|: the vocabulary E bounds it
             E = par[0].detach().cpu().numpy()

@@ -151,7 +151,7 @@ def regularization_path(
         with torch.inference_mode():
             D = TorchData.of(ds, dev, dt)
             B, N, T, d = D.X.shape
-            hd = head_of(head, B, d, param, dev, dt)
+            hd = head_of(head, D, param, loss)
             th0 = initial_params(param, init, B, d, d if m is None else int(m), seed, None)
             f = ds.flat()
             lead = (lambda a: a) if ds.batched else (lambda a: np.asarray(a)[None])  # noqa: E731

@@ -29,6 +29,7 @@ from ..model import corr
 from ..pool import Pool
 from .engine import run
 from .init import PARAMETERISATIONS, PARAMS, initial_params
+from .options import REGRESSION
 from .result import GDResult
 from .spec import require_trajectory_memory, trajectory_bytes
 
@@ -63,6 +64,8 @@ def _shard_kwargs(kwargs: dict[str, Any], th0: dict[str, np.ndarray], B: int, a:
     head = kwargs.get("head")
     if isinstance(head, tuple | list) and len(head) == 2 and head[0] == "relu":
         kw["head"] = (head[0], _rows(head[1], B, 2, a, b))
+    if isinstance(head, tuple | list) and len(head) == 2 and head[0] == REGRESSION and len(head[1]) == 2:
+        kw["head"] = (head[0], (_rows(head[1][0], B, 3, a, b), _rows(head[1][1], B, 2, a, b)))
     if kwargs.get("targets"):
         shape_nd = 1 if kwargs.get("param", "W") in ("p", "vp") else 2
         kw["targets"] = {k: _rows(t, B, shape_nd, a, b) for k, t in kwargs["targets"].items()}
