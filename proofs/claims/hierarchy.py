@@ -239,7 +239,8 @@ def hier_joint(case):
 def _confirm_joint(case, outcome):
     """The failing run's float64 iterate (W1, W2) at step K taken as exact (labelled high precision, not rigorous
     about the path: a 50-digit replay of the K joint steps costs about 30 ms a step here; the engine's tests check
-    float64 = 50-digit replay of twolayer runs): its selections, then both SVMs by their exact rational Frobenius
+    float64 = 50-digit replay of twolayer runs): its selections proved in balls (the kit's two-layer model; the
+    float64 argmax where a near tie leaves them undecidable), then both SVMs by their exact rational Frobenius
     certificates (the hard outputs H^alpha of this law are sums of dyadic tokens, exact in float64), and the two
     1 - corr gaps enclosed in balls."""
     import numpy as np
@@ -247,11 +248,17 @@ def _confirm_joint(case, outcome):
     from attsvm import hierarchy, svm, twolayer
     from attsvm.ball.linalg import corr
     from attsvm.ball.numbers import arbs
+    from attsvm.kit import Kit, Undecidable
 
     h = case.hypotheses
     D, b = case.data, case.index
     W1, W2 = (np.array(outcome.detail[k][b]) for k in ("W1", "W2"))
-    alpha, beta = twolayer.selections(twolayer.forward(D, W1, W2, residual=True))
+    try:  # the selections of this iterate, proved in balls (attsvm.ball.twolayer)
+        alpha, beta = Kit("ball").twolayer_selections(D, W1, W2, residual=True)
+        proved = True
+    except Undecidable:  # a near tie somewhere: the float64 argmax, said so in the detail
+        alpha, beta = twolayer.selections(twolayer.forward(D, W1, W2, residual=True))
+        proved = False
     top = twolayer.top_layer_dataset(D, twolayer.hard_outputs(D, alpha, residual=True), beta)
     rows = hierarchy.layer1_data(D, alpha, hierarchy.selected_rows(beta))
     certs = [svm.certify_fro(top), svm.certify_fro(rows)]
@@ -266,7 +273,7 @@ def _confirm_joint(case, outcome):
         ok=bool(m > 0),
         margin=float(m.mid()),
         how="high precision",
-        detail={"gap_W2_hard": float(g2.mid()), "gap_W1_rows_beta": float(g1.mid())},
+        detail={"gap_W2_hard": float(g2.mid()), "gap_W1_rows_beta": float(g1.mid()), "selections_proved": proved},
     )
 
 
