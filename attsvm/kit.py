@@ -184,6 +184,20 @@ class Run:
     lr: Any
 
 
+@dataclass
+class TwoLayer:
+    r"""The two-layer forward pass in the kit's precision (:meth:`Kit.twolayer`): ``s1`` (N,T,T)
+    $s^{(1)}_{i,t\tau}$ (row $t$ the query; 0 off the keys), ``h_bar``, ``h`` (N,T,d) $\bar h_{it}$,
+    $h_{it}=\bar h_{it}+\rho x_{it}$, ``s2`` (N,T), ``g`` (N,T) $g_{it}=Y_iv^\top h_{it}$, ``u`` (N,)."""
+
+    s1: np.ndarray
+    h_bar: np.ndarray
+    h: np.ndarray
+    s2: np.ndarray
+    g: np.ndarray
+    u: np.ndarray
+
+
 def _ds(ds: Any) -> Dataset:
     """The data set behind ``ds``: a :class:`KitData`'s or a confirming view's ``raw``, else ``ds`` itself."""
     if isinstance(ds, KitData):
@@ -745,6 +759,130 @@ class Kit:
             return True
         with self.context():
             return all(D.gamma[i, t] < D.gamma[i, al[i]] for i, t in mm.support)
+
+    # ------------------------------------------------------------------ the two-layer model (issue 30)
+    def twolayer(
+        self, ds: Dataset | KitData, W1: Any, W2: Any, residual: bool = False, causal: bool = False
+    ) -> TwoLayer:
+        r"""The two-layer forward pass (:mod:`attsvm.twolayer`): $s^{(1)}_{i,t\tau}=\mathbb S(x_{i\tau}^\top
+        W_1x_{it})$ over the keys, $h_{it}=\bar h_{it}+\rho x_{it}$, $s^{(2)}_i=\mathbb S(h_{it}^\top W_2z_i)$,
+        $g_{it}=Y_iv^\top h_{it}$, $u_i=\sum_ts^{(2)}_{it}g_{it}$. Float64: :func:`attsvm.twolayer.forward`; mp:
+        :func:`attsvm.highprec.twolayer_outputs`; ball: :func:`attsvm.ball.twolayer.forward`."""
+        if self.ball:
+            fw = _ball().twolayer.forward(self.data(ds), W1, W2, residual, causal, self.prec)
+            return TwoLayer(fw.s1, fw.h_bar, fw.h, fw.s2, fw.g, fw.u)
+        if not self.hp:
+            from . import twolayer as tl
+
+            fw = tl.forward(_ds(ds), W1, W2, residual, causal)
+            return TwoLayer(np.exp(fw.log_s1), fw.h_bar, fw.h, np.exp(fw.log_s2), fw.g, fw.u)
+        from . import highprec as hpm
+
+        o = hpm.twolayer_outputs(_ds(ds), self._conv(W1).tolist(), self._conv(W2).tolist(), residual, causal, self.dps)
+        return TwoLayer(*(np.array(o[k], dtype=object) for k in ("s1", "h_bar", "h", "s2", "g", "u")))
+
+    def twolayer_loss(
+        self, ds: Dataset | KitData, W1: Any, W2: Any, loss: str = "logistic", residual: bool = False,
+        causal: bool = False,
+    ) -> Any:  # fmt: skip
+        r"""$\mathcal L(W_1,W_2)=\frac1N\sum_i\ell(u_i)$ of the two-layer model."""
+        if self.ball:
+            return _ball().twolayer.loss(self.data(ds), W1, W2, loss, residual, causal, self.prec)
+        if not self.hp:
+            from . import twolayer as tl
+
+            return float(tl.loss(_ds(ds), W1, W2, loss, residual, causal))
+        from . import highprec as hpm
+
+        W1m, W2m = self._conv(W1).tolist(), self._conv(W2).tolist()
+        return hpm.loss_twolayer(_ds(ds), W1m, W2m, loss, residual, causal, self.dps)
+
+    def twolayer_grads(
+        self, ds: Dataset | KitData, W1: Any, W2: Any, loss: str = "logistic", residual: bool = False,
+        causal: bool = False,
+    ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+        r"""$(\nabla_{W_1}\mathcal L,\nabla_{W_2}\mathcal L)$ of the two-layer model: $\frac1N\sum_i\ell'(u_i)
+        \sum_{t,\tau}q_{i,t\tau}x_{i\tau}x_{it}^\top$ and $\frac1N\sum_i\ell'(u_i)\sum_tr_{it}h_{it}z_i^\top$
+        (derivation ``twolayer-gradient``)."""
+        if self.ball:
+            return _ball().twolayer.gradients(self.data(ds), W1, W2, loss, residual, causal, self.prec)
+        if not self.hp:
+            from . import twolayer as tl
+
+            return tl.gradients(_ds(ds), W1, W2, loss, residual, causal)
+        from . import highprec as hpm
+
+        W1m, W2m = self._conv(W1).tolist(), self._conv(W2).tolist()
+        G1, G2 = hpm.grad_twolayer(_ds(ds), W1m, W2m, loss, residual, causal, self.dps)
+        return np.array(G1, dtype=object), np.array(G2, dtype=object)
+
+    def twolayer_selections(
+        self, ds: Dataset | KitData, W1: Any, W2: Any, residual: bool = False, causal: bool = False
+    ) -> tuple[np.ndarray, np.ndarray]:
+        r"""$(\alpha,\beta)$: $\alpha_{it}=\arg\max_\tau s^{(1)}_{i,t\tau}$ (N,T), $\beta_i=\arg\max_ts^{(2)}_{it}$
+        (N,) (int arrays; a row without keys: 0). Ball: proved (:class:`Undecidable` on overlapping balls); float64
+        and mp: the largest entry (first on ties)."""
+        if self.ball:
+            bt = _ball().twolayer
+            return bt.selections(bt.forward(self.data(ds), W1, W2, residual, causal, self.prec))
+        out = self.twolayer(ds, W1, W2, residual, causal)
+        return np.argmax(out.s1, axis=-1).astype(np.int64), np.argmax(out.s2, axis=-1).astype(np.int64)
+
+    def hard_outputs(self, ds: Dataset | KitData, alpha: Any, residual: bool = False) -> np.ndarray:
+        r"""$H^\alpha_{it}=x_{i\alpha_{it}}+\rho x_{it}$ (N,T,d) of a layer-1 selection $\alpha$ (N,T): float64 by
+        :func:`attsvm.twolayer.hard_outputs` (the sum rounded), mp at the kit's digits, ball exact."""
+        if self.ball:
+            return _ball().twolayer.hard_outputs(self.data(ds), alpha, residual, self.prec)
+        if not self.hp:
+            from . import twolayer as tl
+
+            return tl.hard_outputs(_ds(ds), np.asarray(alpha, dtype=np.int64), residual)
+        D = self.data(ds)  # mp: the sum of two exact data values at the kit's digits (not the float64 sum)
+        with self.context():
+            picked = np.take_along_axis(D.X, np.asarray(alpha, dtype=np.int64)[..., None], axis=1)
+            return picked + D.X if residual else picked
+
+    def twolayer_margins(
+        self, ds: Dataset | KitData, W1: Any, W2: Any, layer: int, selection: Any = None, residual: bool = False,
+        causal: bool = False,
+    ) -> np.ndarray:  # fmt: skip
+        r"""Margins of a layer's selection (default: the selections of :meth:`twolayer_selections`). ``layer=2``:
+        $(h_{i\beta_i}-h_{it})^\top W_2z_i$ (N,T); ``layer=1``: $(x_{i\alpha_{it}}-x_{i\tau})^\top W_1x_{it}$
+        (N,T,T); $+\infty$ at the selected entry, at invisible tokens and off the layer-1 keys. The margin of the
+        selection is ``k.min(...)`` of it (its entries $>0$ iff the selection is the strict argmax)."""
+        if layer not in (1, 2):
+            raise ValueError(f"layer must be 1 or 2, got {layer!r}")
+        if selection is None:
+            selection = self.twolayer_selections(ds, W1, W2, residual, causal)[layer - 1]
+        if self.ball:
+            bt = _ball().twolayer
+            D = self.data(ds)
+            fw = bt.forward(D, W1, W2, residual, causal, self.prec)
+            return bt.margins(fw, D, W1, W2, layer, selection, self.prec)
+        from .twolayer import key_mask
+
+        D = self.data(ds)
+        inf = np.inf if not self.hp else mpmath.inf
+        with self.context():
+            if layer == 2:
+                h = self.twolayer(D, W1, W2, residual, causal).h
+                b = np.asarray(selection, dtype=np.int64).reshape(D.N)
+                diff = np.take_along_axis(h, b[:, None, None], axis=1) - h  # h_{i beta} - h_{it}
+                m = np.sum((diff @ self._conv(W2)) * D.Z[:, None, :], axis=-1)
+                skip = np.arange(D.T)[None, :] == b[:, None]
+                if D.mask is not None:
+                    skip = skip | ~D.mask
+                return np.where(skip, inf, m)
+            a = np.asarray(selection, dtype=np.int64).reshape(D.N, D.T)
+            xa = np.take_along_axis(D.X, a[..., None], axis=1)  # x_{i alpha_it} (N,T,d)
+            diff = xa[:, :, None, :] - D.X[:, None, :, :]  # (N,T,T,d): x_{i alpha_it} - x_{i tau}
+            w = D.X @ self._conv(W1).T  # (N,T,d): W1 x_it
+            m = np.sum(diff * w[:, :, None, :], axis=-1)
+            skip = np.arange(D.T)[None, None, :] == a[:, :, None]
+            keys = key_mask(D.mask, D.T, bool(causal))
+            if keys is not None:
+                skip = skip | ~keys
+            return np.where(skip, inf, m)
 
     # ------------------------------------------------------------------ gradient descent
     def gd(

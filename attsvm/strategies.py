@@ -57,6 +57,14 @@ name                 what it promises                                        num
                      :class:`~attsvm.icl.ICLData`): $n$ tasks, context $N$,    uniform floats (labels, flips)
                      $x=y\mu_\tau+z$, $\|\mu_\tau\|=R$ (``R``), labels flipped
                      w.p. ``p_flip``; $\hat\mu_\tau\ne0$ by construction
+``twolayer``         two-layer attention (:mod:`attsvm.twolayer`): a marked   dyadic decoys and noise, the key
+                     key $e_1+e_{2+k}$, the label $Y_ie_0$ on its successor,  position and labels as integers,
+                     decoys ``decoy``$\cdot c\,e_0$, one-hot positions,       towards 0
+                     $z_i=e_1$, $v=e_0$, $d=2+T+d_{\mathrm{extra}}$; raw opt
+                     the successor (unique), distinct tokens
+``gmc``              Gaussian Match-and-Copy (:mod:`attsvm.gmc`): tokens      Gaussians as ``paper``, the match
+                     $\mathcal N(0,I_d/d)$, match index $t_0\le T-2$, query   index as an integer
+                     $e_{t_0}+\sigma\xi$; ``ds.alpha`` $=t_0+1$ (the copy)
 ``ntp``              next-token data (:class:`~attsvm.ntp.data.NTPData`):     dyadic embeddings, ids and label
                      $T$ distinct ids per sequence, embeddings pairwise       positions as integers, towards 0
                      distinct, the label in its sequence; ``vocab``           (ids ``0, 1, ...``)
@@ -829,6 +837,64 @@ def _make_icl(src, lead, n: int, N: int, d: int, R: float = 1.0, p_flip: float =
     return ICLData(x[..., :N, :], y[..., :N], x[..., N, :], y[..., N], R, p_flip)
 
 
+# ---------------------------------------------------------------------- two-layer attention (issue 30)
+def _make_twolayer(src, lead, n: int, T: int, d_extra: int = 0, decoy: float = 0.5, bits: int = 2) -> Dataset:
+    r"""Key-and-successor data for two-layer attention (:mod:`attsvm.twolayer`), where the layer-1 selection matters.
+
+    Coordinates: $e_0$ the signal (the head $v=e_0$), $e_1$ the key marker (the layer-2 query $z_i=e_1$), $e_{2+t}$
+    the position $t$ (one-hot), then ``d_extra`` noise coordinates ($d=2+T+d_{extra}$). Input $i$ draws a key
+    position $k_i\in[0,T-2]$ and a label $Y_i$; the key token is $x_{ik_i}=e_1+e_{2+k_i}+\text{noise}$, its
+    successor carries the label, $x_{i,k_i+1}=Y_ie_0+e_{2+k_i+1}+\text{noise}$, every other token is a decoy
+    $x_{it}=\text{decoy}\cdot c_{it}e_0+e_{2+t}+\text{noise}$ with dyadic $c_{it}\in[-1,1]$ (``bits``), noise entries
+    dyadic in $[-\frac14,\frac14]$. So the raw optimal token is the successor (scores $1$ against at most
+    ``decoy`` $<1$), tokens are distinct (positions), and the query finds the *key* only: layer 2 reads the label
+    once layer 1 has put the successor into the key's output (or the key into the successor's)."""
+    d = 2 + T + d_extra
+    k = src.ints((*lead, n), 0, T - 2)
+    Y = _signs(src, (*lead, n))
+    c = _dyadic(src, (*lead, n, T), bits)
+    noise = _dyadic(src, (*lead, n, T, d_extra), bits) / 4.0 if d_extra else np.zeros((*lead, n, T, 0))
+    t = np.arange(T)
+    is_key = t == k[..., None]
+    is_succ = t == k[..., None] + 1
+    signal = np.where(is_succ, Y[..., None], np.where(is_key, 0.0, decoy * c))
+    X = np.zeros((*lead, n, T, d))
+    X[..., 0] = signal
+    X[..., 1] = is_key.astype(np.float64)
+    X[..., 2 : 2 + T] = np.eye(T)
+    X[..., 2 + T :] = noise
+    Z = np.zeros((*lead, n, d))
+    Z[..., 1] = 1.0
+    v = np.zeros((*lead, d))
+    v[..., 0] = 1.0
+    return Dataset(X, Y, Z, v)
+
+
+def _make_gmc(src, lead, n: int, T: int, d: int, sigma: float = 0.0) -> Dataset:
+    r"""Gaussian Match-and-Copy data (:mod:`attsvm.gmc`): tokens $\mathcal N(0,I_d/d)$, a match index
+    $t_0\in[0,T-2]$, the query $e_{t_0}+\sigma\xi$; ``alpha`` the copied position $t_0+1$. Distinct tokens by
+    construction (a repeat of an earlier token of its input is replaced by a canonical one, as in ``benign``)."""
+    from . import gmc
+
+    E = np.array(src.gaussians((*lead, n, T, d))) / np.sqrt(d)
+    for t in range(1, T):  # a token repeating an earlier one of its input (Hypothesis' grid: zeros) becomes
+        canon = np.zeros(d)  # (t + 1/2) e_(t mod d) / sqrt(d), off the grid; numpy draws never repeat
+        canon[t % d] = (t + 0.5) / np.sqrt(d)
+        rep = np.zeros(E.shape[:-2], dtype=bool)
+        for u in range(t):
+            rep |= np.all(E[..., t, :] == E[..., u, :], axis=-1)
+        E[..., t, :] = np.where(rep[..., None], canon, E[..., t, :])
+    t0 = src.ints((*lead, n), 0, T - 2)
+    xi = src.gaussians((*lead, n, d)) / np.sqrt(d) if sigma > 0 else np.zeros((*lead, n, d))
+    return gmc.build(E, t0, xi, sigma)
+
+
+_TWOLAYER_SIZES = {"n": Size((1, 4), 1, 10_000), "T": Size((3, 5), 3, 64), "d_extra": Size((0, 2), 0, 64)}
+_TWOLAYER_OPTIONS = {"decoy": Option(float, lo=0.0, hi=0.875), "bits": Option(int, lo=1, hi=8)}
+_GMC_SIZES = {"n": Size((1, 4), 1, 10_000), "T": Size((3, 5), 3, 1000), "d": Size((2, 6), 2, 1000)}
+# ---------------------------------------------------------------------- end two-layer attention
+
+
 _BITS = Option(int, lo=1, hi=16)
 # name -> (construction, sizes in draw order, options). The paper law needs d >= 2: unit-norm 1-D tokens are
 # +-1 (ties). overparam derives d from n, T and d_extra.
@@ -853,6 +919,8 @@ _SCHEMA: dict[str, tuple[Callable[..., Dataset], dict[str, Size], dict[str, Opti
         {"n": Size((2, 8), 1, 10_000), "N": Size((1, 10), 1, 10_000), "d": Size((2, 6), 1, 1000)},
         {"R": Option(float, lo=1e-3, hi=1e3), "p_flip": Option(float, lo=0.0, hi=0.49)},
     ),  # in-context classification (2410.01774)
+    "twolayer": (_make_twolayer, _TWOLAYER_SIZES, _TWOLAYER_OPTIONS),  # two-layer attention (issue 30)
+    "gmc": (_make_gmc, _GMC_SIZES, {"sigma": Option(float, lo=0.0, hi=10.0)}),  # Gaussian Match-and-Copy
     "ntp": (
         _make_ntp,
         {"n": Size((1, 4), 1, 10_000), "T": Size((2, 4), 2), "K": Size((2, 6), 2), "d": Size((2, 8), 2)},
@@ -1002,6 +1070,8 @@ class Plan:
 
         if "d" in self.ranges:
             d, dhi = sizes["d"], hi("d")
+        elif self.name == "twolayer":  # d = 2 + T + d_extra; no Gaussian rows (dyadic draws only)
+            d = dhi = 2 + sizes["T"] + sizes["d_extra"]
         else:  # overparam: d = max(T - 1, n, 2) + d_extra
             base = max(sizes["T"] - 1, sizes["n"], 2)
             d, dhi = base + sizes["d_extra"], base + hi("d_extra")
@@ -1093,6 +1163,8 @@ self_attention = _wrap("self_attention")
 ntp = _wrap("ntp")
 benign = _wrap("benign")  # benign overfitting (2410.07746)
 icl = _wrap("icl")  # in-context classification (2410.01774)
+twolayer = _wrap("twolayer")  # two-layer attention, key and successor (issue 30)
+gmc = _wrap("gmc")  # Gaussian Match-and-Copy (2602.07562)
 
 STRATEGIES: dict[str, Callable[..., Any]] = {
     "paper": paper,
@@ -1110,6 +1182,8 @@ STRATEGIES: dict[str, Callable[..., Any]] = {
     "ntp": ntp,
     "benign": benign,
     "icl": icl,
+    "twolayer": twolayer,
+    "gmc": gmc,
 }
 
 

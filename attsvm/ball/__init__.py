@@ -22,11 +22,13 @@ Mirrors :mod:`attsvm.highprec` (which is 50-digit mpmath, not rigorous)::
   GD), and :func:`~.jet.lower_bound` is the centred mean-value form of the branch-and-bound prover;
 * :mod:`.heads` — the multi-head model (``param="heads"``): its gradients and a short ball replay of ``gd`` /
   ``ngd`` (per head or joint normalisation);
+* :mod:`.twolayer` — the two-layer model (issue 30): forward pass, loss, closed-form gradients, proved
+  selections, hard outputs and the margins of a layer's selection;
 * :mod:`.gd` — :func:`~.gd.replay`: ``gd`` / ``ngd`` on $W$ and $(K,Q)$, ``nsd`` in ``fro`` / ``linf`` / ``l1``
   on $W$, by the centred (mean-value) form, with every decision proved and the radii watched.
 """
 
-from . import gd, heads, jet, linalg, model, numbers
+from . import gd, heads, jet, linalg, model, numbers, twolayer
 from .gd import RAD_LIMIT, BallRun, replay
 from .jet import Jet
 from .numbers import PREC, is_ball, to_arb, workprec
@@ -44,6 +46,7 @@ __all__ = [
     "model",
     "numbers",
     "replay",
+    "twolayer",
     "to_arb",
     "workprec",
 ]

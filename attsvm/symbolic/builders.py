@@ -196,3 +196,91 @@ def softmax_entry(a: sp.IndexedBase, t: Any, u: sp.Symbol, T: Any) -> sp.Expr:
     r"""$s_t=e^{a_t}/\sum_{u=1}^Te^{a_u}$ in index notation (``u`` the summation index; identities between such
     expressions are proved by :func:`attsvm.symbolic.sums.reduce`)."""
     return sp.exp(a[t]) / sp.Sum(sp.exp(a[u]), (u, 1, T))
+
+
+# ---------------------------------------------------------------------- the two-layer model (issue 30)
+@dataclass(frozen=True)
+class TwoLayerInput:
+    r"""One input of the two-layer model with explicit entries (T tokens, dimension d): tokens $X$, query $z$, head
+    $v$, label $Y$, weights $W_1$ (entries $w^{(1)}_{jk}$), $W_2$ (entries $w^{(2)}_{jk}$), residual coefficient
+    ``rho``, the visible (query, key) pairs ``keys`` (all pairs, or $\tau\le t$ when causal), the layer-1 logits
+    ``A1`` $\{(t,\tau): x_\tau^\top W_1x_t\}$, and the exponential names $\epsilon^{(1)}_{t\tau}$,
+    $\epsilon^{(2)}_t$."""
+
+    X: sp.Matrix
+    z: sp.Matrix
+    v: sp.Matrix
+    Y: sp.Symbol
+    W1: sp.Matrix
+    W2: sp.Matrix
+    rho: Any
+    keys: tuple
+    A1: dict
+    e1: dict
+    e2: sp.Matrix
+
+
+def make_twolayer_input(T: int, d: int, rho: Any = 0, causal: bool = False) -> TwoLayerInput:
+    r"""A generic input of the two-layer model (docs/theory.md): $A^{(1)}_{t\tau}=x_\tau^\top W_1x_t$ over the
+    visible keys ($\tau\le t$ when ``causal``), ``rho`` the residual coefficient."""
+    X = sp.Matrix(T, d, lambda t, j: symbol("x", t + 1, j + 1))
+    W1, W2 = matrix("wone", d, d), matrix("wtwo", d, d)
+    keys = tuple((t, tau) for t in range(T) for tau in range(T) if tau <= t or not causal)
+    A1 = {(t, tau): (X[tau, :] * W1 * X[t, :].T)[0] for t, tau in keys}
+    e1 = {(t, tau): symbol("expone", t + 1, tau + 1) for t, tau in keys}
+    return TwoLayerInput(
+        X, vector("z", d), vector("v", d), symbol("Y"), W1, W2, sp.sympify(rho), keys, A1, e1, vector("exptwo", T)
+    )
+
+
+def twolayer_forward(inp: TwoLayerInput, E1: dict, E2: sp.Matrix | None = None) -> dict:
+    r"""The forward pass from the layer-1 exponentials ``E1`` (and the layer-2 ones ``E2``, default $e^{a^{(2)}}$):
+    $s^{(1)}_{t\tau}=E1_{t\tau}/\sum_{\tau'}E1_{t\tau'}$, $\bar h_t=\sum_\tau s^{(1)}_{t\tau}x_\tau$,
+    $h_t=\bar h_t+\rho x_t$, $a^{(2)}_t=h_t^\top W_2z$, $s^{(2)}=E2/\mathbf 1^\top E2$, $g_t=Yv^\top h_t$,
+    $u=\sum_ts^{(2)}_tg_t$. Returns a dict of ``s1 hbar h a2 s2 g u``."""
+    T, d = inp.X.shape
+    rows = {t: [tau for (tt, tau) in inp.keys if tt == t] for t in range(T)}
+    s1 = {(t, tau): E1[(t, tau)] / sum(E1[(t, k)] for k in rows[t]) for t, tau in inp.keys}
+    hbar = sp.Matrix(T, d, lambda t, j: sum((s1[(t, tau)] * inp.X[tau, j] for tau in rows[t]), sp.Integer(0)))
+    h = hbar + inp.rho * inp.X
+    a2 = h * inp.W2 * inp.z
+    E2 = a2.applyfunc(sp.exp) if E2 is None else E2
+    s2 = softmax_of_exps(E2)
+    g = inp.Y * (h * inp.v)
+    u = (s2.T * g)[0]
+    return {"s1": s1, "hbar": hbar, "h": h, "a2": a2, "s2": s2, "g": g, "u": u}
+
+
+def twolayer_loss_explicit(inp: TwoLayerInput) -> sp.Expr:
+    r"""$\ell(u)$ of one input of the two-layer model with explicit exponentials ($\ell$ undefined)."""
+    return Ell(twolayer_forward(inp, {k: sp.exp(a) for k, a in inp.A1.items()})["u"])
+
+
+def twolayer_exps_to_symbols(expr: Any, inp: TwoLayerInput) -> Any:
+    r"""Rename the exponentials of a two-layer expression: $e^{A^{(1)}_{t\tau}}\to\epsilon^{(1)}_{t\tau}$ first,
+    then $e^{a^{(2)}_t}\to\epsilon^{(2)}_t$ with $a^{(2)}$ written in the $\epsilon^{(1)}$ (exact: only names change;
+    an exponential that matches neither is left, and a check then fails loudly)."""
+    keys = list(inp.keys)
+    a2 = twolayer_forward(inp, {k: sp.exp(a) for k, a in inp.A1.items()})["a2"]
+    direct = {sp.exp(a2[t]): inp.e2[t] for t in range(len(a2))} | {sp.exp(inp.A1[k]): inp.e1[k] for k in keys}
+    named = expr.xreplace(direct)  # the forms the differentiation left as they were built (fast path)
+    named = exps_to_symbols(named, sp.Matrix([inp.A1[k] for k in keys]), sp.Matrix([inp.e1[k] for k in keys]))
+    return exps_to_symbols(named, twolayer_forward(inp, inp.e1, inp.e2)["a2"], inp.e2)
+
+
+def twolayer_grad_closed_form(inp: TwoLayerInput, lp: sp.Expr) -> tuple[sp.Matrix, sp.Matrix]:
+    r"""$(\nabla_{W_1}\ell,\nabla_{W_2}\ell)$ of one input from the closed forms (docs/theory.md), in the named
+    exponentials: $r_t=s^{(2)}_t(g_t-u)$, $\nabla_{W_2}=\ell'\sum_tr_th_tz^\top$,
+    $c_t=s^{(2)}_tYv+r_tW_2z$, $q_{t\tau}=s^{(1)}_{t\tau}c_t^\top(x_\tau-\bar h_t)$,
+    $\nabla_{W_1}=\ell'\sum_{t,\tau}q_{t\tau}x_\tau x_t^\top$."""
+    f = twolayer_forward(inp, inp.e1, inp.e2)
+    T, d = inp.X.shape
+    s2, g, u, h, hbar = f["s2"], f["g"], f["u"], f["h"], f["hbar"]
+    r = [s2[t] * (g[t] - u) for t in range(T)]
+    G2 = sum((r[t] * h[t, :].T * inp.z.T for t in range(T)), sp.zeros(d, d))
+    c = [s2[t] * inp.Y * inp.v + r[t] * inp.W2 * inp.z for t in range(T)]
+    G1 = sp.zeros(d, d)
+    for t, tau in inp.keys:
+        q = f["s1"][(t, tau)] * (c[t].T * (inp.X[tau, :] - hbar[t, :]).T)[0]
+        G1 += q * inp.X[tau, :].T * inp.X[t, :]
+    return lp * G1, lp * G2

@@ -105,6 +105,24 @@ TABLE: dict[str, Entry] = {
     "Wp": Entry("W'", "overparameterised certificate direction", _R, matrix=True),
     "Wfin": Entry(r"W^{\mathrm{fin}}", "finite part of Gen-SVM", _R, matrix=True),
     "gradL": Entry(r"\nabla_W\mathcal{L}", "the gradient of the loss in W", _R, matrix=True),
+    # the two-layer model (docs/theory.md, issue 30): layer 1 self-attention W_1, layer 2 attention W_2 with query z
+    "Wone": Entry("W_{1}", "layer-1 (self-attention) weights of the two-layer model", _R, matrix=True),
+    "Wtwo": Entry("W_{2}", "layer-2 weights of the two-layer model", _R, matrix=True),
+    "wone": Entry("w^{(1)}", "an entry of W_1", _R),
+    "wtwo": Entry("w^{(2)}", "an entry of W_2", _R),
+    "Aone": Entry("A^{(1)}", "layer-1 logit x_tau^T W_1 x_t (query t, key tau)", _R),
+    "sone": Entry("s^{(1)}", "layer-1 softmax probability of key tau for query t", _P),
+    "atwo": Entry("a^{(2)}", "layer-2 logit h_t^T W_2 z", _R),
+    "stwo": Entry("s^{(2)}", "layer-2 softmax probability", _P),
+    "expone": Entry(r"\epsilon^{(1)}", "exponential of a layer-1 logit", _P),
+    "exptwo": Entry(r"\epsilon^{(2)}", "exponential of a layer-2 logit", _P),
+    "hl": Entry("h", "layer-1 output hbar_t + rho x_t (two-layer model)", _R),
+    "hlbar": Entry(r"\bar h", "layer-1 attention average sum_tau s1_{t tau} x_tau", _R),
+    "Hl": Entry("H", "layer-1 outputs as rows", _R, matrix=True),
+    "res": Entry(r"\rho", "residual coefficient of the two-layer model (1 with a residual, else 0)", _NN),
+    "gl": Entry("g", "layer-2 score Y v^T h_t", _R),
+    "cl": Entry("c", "sensitivity of u to the layer-1 output h_t", _R),
+    "ql": Entry("q", "sensitivity of u to the layer-1 logit A1_{t tau}", _R),
 }
 
 
