@@ -198,6 +198,17 @@ class TwoLayer:
     u: np.ndarray
 
 
+@dataclass
+class TwoLayerRun:
+    r"""A two-layer GD run's last iterate in the kit's precision (:meth:`Kit.twolayer_gd`): ``W1``, ``W2`` (d,d),
+    ``steps`` taken, ``lr`` $\eta$."""
+
+    W1: np.ndarray
+    W2: np.ndarray
+    steps: int
+    lr: Any
+
+
 def _ds(ds: Any) -> Dataset:
     """The data set behind ``ds``: a :class:`KitData`'s or a confirming view's ``raw``, else ``ds`` itself."""
     if isinstance(ds, KitData):
@@ -1024,6 +1035,57 @@ class Kit:
                 **opts,
             )
             return Run(np.array(rep.final["W"], dtype=object), None, None, rep.taken, rep.lr)
+
+    def twolayer_gd(
+        self,
+        ds: Dataset | KitData,
+        *,
+        algo: str = "ngd",
+        lr: float = 0.1,
+        steps: int,
+        loss: str = "logistic",
+        W1_0: Any = None,
+        W2_0: Any = None,
+        freeze: str | None = None,
+        residual: bool = False,
+        causal: bool = False,
+        normalize: str = "per-factor",
+        schedule: str = "constant",
+    ) -> TwoLayerRun:
+        r"""``steps`` steps of ``gd`` / ``ngd`` on the two-layer model from $(W_{1,0},W_{2,0})$ (default 0):
+        ``gd`` $W_{k+1}=W_k-\eta_kG_k$ per factor; ``ngd`` per factor $W_{k+1}=W_k-\eta_kG_k/\|G_k\|_F$
+        (``normalize="per-factor"``) or both by $\sqrt{\|G_1\|_F^2+\|G_2\|_F^2}$ (``"joint"``); ``freeze`` a
+        factor that takes no step. Float64: :func:`attsvm.gd.run` (``param="twolayer"``); mp: the 50-digit replay
+        :func:`attsvm.highprec.replay`; ball: :func:`attsvm.ball.twolayer.replay` (radii watched, else
+        :class:`Undecidable`)."""
+        raw = _ds(ds)
+        d = raw.d
+        W1s = np.zeros((d, d)) if W1_0 is None else W1_0
+        W2s = np.zeros((d, d)) if W2_0 is None else W2_0
+        opts: dict[str, Any] = {"freeze": freeze, "residual": residual, "causal": causal, "schedule": schedule}
+        if algo == "ngd":
+            opts["normalize"] = normalize
+        if not self.hp:
+            from .gd import run as gd_run
+
+            init = {"W1": np.asarray(W1s, dtype=np.float64), "W2": np.asarray(W2s, dtype=np.float64)}
+            res = gd_run(raw, param="twolayer", algo=algo, lr=lr, steps=int(steps), loss=loss, init=init, **opts)
+            return TwoLayerRun(np.asarray(res.W1[0]), np.asarray(res.W2[0]), int(np.asarray(res.steps)[0]), float(lr))
+        if self.ball:
+            br = _ball().twolayer.replay(
+                self.data(raw), self._conv(W1s), self._conv(W2s), algo=algo, lr=lr, steps=int(steps), loss=loss,
+                prec=self.prec, **opts,
+            )  # fmt: skip
+            return TwoLayerRun(br.W1, br.W2, br.taken, br.lr)
+        from . import highprec as hpm
+
+        with self.context():
+            init = {"W1": self._conv(W1s).tolist(), "W2": self._conv(W2s).tolist()}
+            rep = hpm.replay(
+                raw, init, param="twolayer", algo=algo, lr=lr, steps=int(steps), loss=loss, dps=self.dps, **opts
+            )
+            W1, W2 = (np.array(rep.final[k], dtype=object) for k in ("W1", "W2"))
+            return TwoLayerRun(W1, W2, rep.taken, rep.lr)
 
     def _gd_ball(self, raw, algo, lr, steps, loss, W0, K0, Q0, norm, q, schedule) -> Run:
         """The ball replay behind :meth:`gd` (one start)."""
