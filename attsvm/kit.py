@@ -87,6 +87,19 @@ helper                            definition (float64 / mp / ball)
                                   ``schedule``: the engine / the 50-digit replay / the ball replay
                                   (:mod:`attsvm.ball.gd`: ``gd``, ``ngd``, ``nsd`` in ``fro``, ``linf``,
                                   ``l1``; radii watched)
+``twolayer(ds, W1, W2)``          the two-layer model (issue 30; ``residual``, ``causal``): $s^{(1)}$ (N,T,T),
+                                  $\bar h$, $h=\bar h+\rho x$ (N,T,d), $s^{(2)}$, $g$ (N,T), $u$ (N,) —
+                                  :mod:`attsvm.twolayer` / ``highprec.twolayer_outputs`` /
+                                  :mod:`attsvm.ball.twolayer`
+``twolayer_loss twolayer_grads``  $\mathcal L(W_1,W_2)$, $(\nabla_{W_1}\mathcal L,\nabla_{W_2}\mathcal L)$
+                                  (derivation ``twolayer-gradient``)
+``twolayer_selections``           $(\alpha,\beta)$: layer-1 (N,T) and layer-2 (N,) argmax (ball: proved, else
+                                  :class:`Undecidable`)
+``hard_outputs(ds, alpha)``       $H^\alpha_{it}=x_{i\alpha_{it}}+\rho x_{it}$ (ball: exact)
+``twolayer_margins(.., layer)``   layer 2 $(h_{i\beta_i}-h_{it})^\top W_2z_i$ (N,T); layer 1
+                                  $(x_{i\alpha_{it}}-x_{i\tau})^\top W_1x_{it}$ (N,T,T); $+\infty$ off the keys
+``twolayer_gd(ds, ...)``          ``gd`` / ``ngd`` on $(W_1,W_2)$ (``freeze``, ``normalize``): the engine / the
+                                  50-digit replay / the ball replay :func:`attsvm.ball.twolayer.replay`
 ``tol(name)``                     the tolerance table; rounding allowances are $10^{-30}$ in mp and ball
 ``to_float(x)``                   a float (ball: the midpoint) keeping the sign of a tiny number
 ================================  ==================================================================
