@@ -150,6 +150,19 @@ def test_engine_run_equals_the_50_digit_replay(algo, lr, steps, extra):
     assert np.linalg.norm(r.W[0] - rep.array()) <= tol("replay_rtol") * np.linalg.norm(rep.array())
 
 
+def test_KQ_run_equals_the_50_digit_replay():
+    ds, V, Yt = _gmc(seed=1, n=5, T=4, d=3)
+    head = (REG, (V, Yt))
+    rng = np.random.default_rng(7)
+    init = {"K": 0.3 * rng.standard_normal((3, 2)), "Q": 0.3 * rng.standard_normal((3, 2))}
+    for algo in ("gd", "ngd"):
+        r = gd.run(ds, param="KQ", m=2, algo=algo, lr=0.3, steps=25, loss="correlation", head=head, init=init)
+        rep = hp.replay(ds, init, param="KQ", algo=algo, lr=0.3, steps=25, loss="correlation", head=head)
+        for name, got in (("K", r.K[0]), ("Q", r.Q[0])):
+            want = rep.array(name)
+            assert np.linalg.norm(got - want) <= tol("replay_rtol") * np.linalg.norm(want), (algo, name)
+
+
 def test_ngd_direction_far_past_softmax_underflow_is_the_50_digit_direction():
     """90 ngd steps of size 40 drive every row's wrong tokens below e^-745 (float64 s = 0 there, so the plain
     residual m - y and the effective scores underflow to 0): each late step of the float64 run is the 50-digit
@@ -172,6 +185,20 @@ def test_ngd_direction_far_past_softmax_underflow_is_the_50_digit_direction():
         step = (Wt[k] - Wt[k + 1]) / lr
         assert _rel(step, hp.to_numpy([[x / nG for x in row] for row in G])) <= tol("replay_rtol"), k
         assert abs(np.linalg.norm(Wt[k + 1] - Wt[k]) - lr) <= 1e-12 * lr
+
+
+def test_stuck_is_measured_against_the_token_that_copies_the_target():
+    """``stuck``: saturated on a token other than argmin_t ||v_it - y_i|| (GMC: the match t0, whose value is the
+    target), not on the data's linear-head opt."""
+    ds, V, Yt = _gmc(seed=2, n=3, T=4, d=3, sigma=0.0)
+    t0 = np.argmin(np.sum((V - Yt[:, None, :]) ** 2, -1), -1)
+    kw = dict(param="W", loss="correlation", head=(REG, (V, Yt)))
+    good = gd.run(ds, algo="ngd", lr=40.0, steps=30, **kw)
+    assert np.array_equal(good.selection[0], t0) and not good.stuck.any()
+    bad = gd.run(ds, algo="gd", steps=0, init=-good.W[0], **kw)  # saturated away from the match
+    saturated = 1.0 - bad.max_softmax[0] < 1e-8
+    assert saturated.any() and (bad.selection[0] != t0).any()
+    assert np.array_equal(bad.stuck[0], saturated & (bad.selection[0] != t0))
 
 
 def test_batched_sharded_and_broadcast_runs():
@@ -203,7 +230,6 @@ def test_bad_input_is_one_line():
         dict(head=(REG, (np.where(V > 0, np.nan, V), Yt))),
         dict(head=(REG, V)),
         dict(head=(REG, (V, Yt)), loss="logistic"),
-        dict(head=(REG, (1e200 * V, Yt))),  # the range check
         dict(head=(REG, (V, Yt)), param="vp"),
         dict(head=(REG, (V, Yt)), param="twolayer"),
         dict(head=("cubic", 1.0)),
@@ -212,10 +238,12 @@ def test_bad_input_is_one_line():
         with pytest.raises(InputError) as err:
             run(**kw)
         assert "\n" not in str(err.value), kw
+    with pytest.raises(InputError, match="the regression head cannot be represented in float64"):
+        run(head=(REG, (1e200 * V, Yt)))  # the range check, before any step
     neg = Dataset(ds.X, -np.ones(ds.n), ds.Z, ds.v)
     with pytest.raises(InputError, match="label"):
         gd.run(neg, param="W", loss="correlation", steps=1, head=(REG, (V, Yt)))
-    for kw in (dict(param="KQ"), dict(loss="logistic"), dict(head=("relu", np.eye(3)))):
+    for kw in (dict(param="p"), dict(loss="logistic"), dict(head=("relu", np.eye(3)))):
         with pytest.raises(ValueError):
-            hp.replay(ds, np.zeros((3, 3)) if "param" not in kw else {"K": np.eye(3), "Q": np.eye(3)}, steps=1,
+            hp.replay(ds, np.zeros((3, 3)) if "param" not in kw else np.zeros(3), steps=1,
                       **{"param": "W", "loss": "correlation", "head": (REG, (V, Yt)), **kw})  # fmt: skip

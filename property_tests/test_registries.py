@@ -252,6 +252,40 @@ def exercise_kernels(small):
             assert dev <= AGREE, f"kernel {kernel!r} on {param!r}: {dev:.3g}"
 
 
+#: a head's parameters on the tiny data set (n=2, T=3, d=3 rows; values of width 2 for the regression head)
+_HEAD_PARAMS = {
+    "relu": lambda rng: np.eye(3),
+    "quadratic": lambda rng: 0.1,
+    "ntp-square": lambda rng: None,
+    "regression": lambda rng: (rng.standard_normal((2, 3, 2)), rng.standard_normal((2, 2))),
+}
+
+
+def exercise_heads(small):
+    """A head with a 50-digit check: the engine's plain gradient (one gd step) is the declared 50-digit gradient
+    and a run is its replay; a head without one: the replay refuses it."""
+    from attsvm import gd
+    from attsvm.data import Dataset
+    from attsvm.gd.options import HEADS
+
+    ones = Dataset(small.X, np.ones(small.n), small.Z, small.v)  # the regression head takes labels 1
+    W0 = _factors("W", 3)["W"]
+    for head in HEADS:
+        c = REGISTRIES["gd.HEADS"][head]
+        par = _HEAD_PARAMS[head](np.random.default_rng(4))
+        if not c.exists:
+            with pytest.raises(ValueError):
+                hp.replay(small, W0, param="W", steps=1, loss="correlation", head=(head, par))
+            continue
+        kw = dict(param="W", loss="correlation", head=(head, par))
+        one = gd.run(ones, algo="gd", lr=1.0, steps=1, init=W0, **kw)
+        want = hp.to_numpy(c.resolve()(ones, W0, *par))
+        assert np.linalg.norm(W0 - one.W[0] - want) <= AGREE * np.linalg.norm(want), head
+        res = gd.run(ones, algo="ngd", lr=0.1, steps=3, init=W0, **kw)
+        rep = hp.replay(ones, W0, algo="ngd", lr=0.1, steps=3, **kw)
+        assert np.linalg.norm(res.W[0] - rep.array()) <= AGREE * np.linalg.norm(rep.array()), head
+
+
 # ---------------------------------------------------------------------------------------------- programs
 def _spy(monkeypatch, fn) -> list:
     """Count the calls of ``fn`` wherever the package holds it (its module and every module that imported it)."""
@@ -351,6 +385,7 @@ EXERCISED = {
     "gd.LOSSES": exercise_losses,
     "gd.NORMALIZE": exercise_normalize,
     "gd.KERNELS": exercise_kernels,
+    "gd.HEADS": exercise_heads,
     "svm.PROGRAMS": exercise_programs,
     "svm.eqsvm.NORMS": exercise_eqsvm,
     "experiments.NAMES": exercise_experiments,

@@ -14,7 +14,7 @@ import torch
 
 from ..errors import InputError
 from .init import PARAMETERISATIONS
-from .model_torch import TorchData, corr_t, loss_value_t, ntp_square_head
+from .model_torch import TorchData, corr_t, loss_value_t, ntp_square_head, regression_opt
 from .options import NTP_SQUARE, REGRESSION
 from .result import NONFINITE, STOP_REASONS, GDResult
 from .spec import Job, batch_period, batch_rows, dtype_name_of
@@ -145,7 +145,8 @@ def _run(job: Job, progress, t0: float) -> GDResult:
             return th_["p"]
         return W_of(th_) if fw_ is None else fw_[4]
 
-    opt = _np(D.opt)
+    # what stuck compares the selection with: the data's optimal tokens, or the regression head's own
+    opt = _np(D.opt if hd is None or hd[0] != REGRESSION else regression_opt(*hd[1], D.mask))
     tg_np = job.targets  # (B, ...) each, validated
     rec = None
     if record_every is not None:

@@ -259,6 +259,15 @@ def regression_scores(
     return g, L, rhat
 
 
+def regression_opt(V: torch.Tensor, Yt: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    r"""The regression head's optimal token $\mathrm{opt}_i=\arg\min_t\|v_{it}-y_i\|$ over the visible tokens (the
+    hard selection of least square loss; first index on ties): (B,N) — what ``stuck`` is measured against."""
+    dist = ((V - Yt.unsqueeze(-2)) ** 2).sum(-1)
+    if mask is not None:
+        dist = dist.masked_fill(~mask, float("inf"))
+    return dist.argmin(-1)
+
+
 def ntp_square_head(ds, device, dtype) -> tuple:
     r"""The ``("ntp-square", (E, onehot))`` head of next-token data ``ds`` (:func:`head_outputs`)."""
     E = np.asarray(ds.E, dtype=np.float64)

@@ -41,6 +41,21 @@ NTP_SQUARE = "ntp-square"
 #: the square-loss regression head $h_i(m)=-\|m-y_i\|^2$ on per-token values, $m_i=V_i^\top s_i$ (with the loss
 #: ``correlation``, $\frac1n\sum_i\|V_i^\top s_i-y_i\|^2$; :func:`~attsvm.gd.model_torch.head_outputs`)
 REGRESSION = "regression"
+#: the nonlinear heads of a run (``head=``; :func:`~attsvm.gd.model_torch.head_outputs`) and their independent
+#: checks: only the regression head has a 50-digit model (its runs are replayed, ``attsvm.highprec.replay(head=...)``)
+HEADS = declare(
+    "gd.HEADS",
+    {
+        "relu": Check(None, "no 50-digit model of the ReLU head: its runs are not replayed, so a claim on them "
+                      "cannot be confirmed at high precision"),
+        "quadratic": Check(None, "no 50-digit model of the quadratic head: its runs are not replayed, so a claim on "
+                           "them cannot be confirmed at high precision"),
+        NTP_SQUARE: Check(None, "no 50-digit model of the next-token squared head: its runs are not replayed, so a "
+                          "claim on them cannot be confirmed at high precision"),
+        REGRESSION: Check("attsvm.highprec.model:grad_regression", "the 50-digit gradient of the square loss "
+                          "(1/n) sum_i ||V_i^T s_i - y_i||^2, written from the definition; runs replayed with it"),
+    },
+)  # fmt: skip
 
 
 #: the losses the fused CPU kernel evaluates (:mod:`attsvm.gd.fused`)

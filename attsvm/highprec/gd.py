@@ -676,7 +676,7 @@ def replay(
     the replay stops only after $n/\gcd(n,b)$ such updates in a row (a whole period of batches: a fixed point).
 
     ``head``: ``None`` (the linear head of the data), or the square-loss regression head of the engine,
-    ``("regression", (V, Yt))`` with values V (N,T,d_v) and targets Yt (N,d_v) (param ``W``, loss
+    ``("regression", (V, Yt))`` with values V (N,T,d_v) and targets Yt (N,d_v) (param ``W`` or ``KQ``, loss
     ``"correlation"``): its gradient :func:`~attsvm.highprec.model.grad_regression`, written from the definition.
     Other nonlinear heads are not replayed (``ValueError``)."""
     from ..gd.spec import minibatch_of, resolve_settings
@@ -693,8 +693,10 @@ def replay(
     if head is not None:
         if not (isinstance(head, tuple | list) and len(head) == 2 and head[0] == "regression"):
             raise ValueError("the replay's only nonlinear head is ('regression', (V, Yt))")
-        if param != "W" or loss != "correlation":
-            raise ValueError("the regression head is replayed on param 'W' with loss 'correlation' (the square loss)")
+        if param not in ("W", "KQ") or loss != "correlation":
+            raise ValueError(
+                "the regression head is replayed on param 'W' or 'KQ' with loss 'correlation' (the square loss)"
+            )
         V, Yt = (np.asarray(a, dtype=np.float64) for a in head[1])
     with mp.workdps(dps):
         th = _init(param, init, D.d)
@@ -727,9 +729,13 @@ def replay(
             Dk = D if rows is None else batch_data(D, rows)
             if head is None:
                 grads = _gradients(Dk, param, th, loss, dps, S)
-            else:  # the regression head on param W (the mini-batch: its rows' values and targets)
+            else:  # the regression head on W or (K, Q) (the mini-batch: its rows' values and targets)
                 sel = slice(None) if rows is None else rows
-                grads = {"W": grad_regression(Dk, th["W"], V[sel], Yt[sel], dps)}
+                if param == "W":
+                    grads = {"W": grad_regression(Dk, th["W"], V[sel], Yt[sel], dps)}
+                else:  # (grad L(W) Q, grad L(W)^T K) at W = K Q^T
+                    G = grad_regression(Dk, matmul(th["K"], transpose(th["Q"])), V[sel], Yt[sel], dps)
+                    grads = {"K": matmul(G, th["Q"]), "Q": matmul(transpose(G), th["K"])}
             norms = {name: frob(g) for name, g in grads.items()}
             new, dirs = step(Step(th, grads, norms, step_size(eta0, k, S.schedule), k + 1, values, state, dps))
             if new is None:
