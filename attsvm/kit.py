@@ -87,6 +87,19 @@ helper                            definition (float64 / mp / ball)
                                   ``schedule``: the engine / the 50-digit replay / the ball replay
                                   (:mod:`attsvm.ball.gd`: ``gd``, ``ngd``, ``nsd`` in ``fro``, ``linf``,
                                   ``l1``; radii watched)
+``twolayer(ds, W1, W2)``          the two-layer model (issue 30; ``residual``, ``causal``): $s^{(1)}$ (N,T,T),
+                                  $\bar h$, $h=\bar h+\rho x$ (N,T,d), $s^{(2)}$, $g$ (N,T), $u$ (N,) —
+                                  :mod:`attsvm.twolayer` / ``highprec.twolayer_outputs`` /
+                                  :mod:`attsvm.ball.twolayer`
+``twolayer_loss twolayer_grads``  $\mathcal L(W_1,W_2)$, $(\nabla_{W_1}\mathcal L,\nabla_{W_2}\mathcal L)$
+                                  (derivation ``twolayer-gradient``)
+``twolayer_selections``           $(\alpha,\beta)$: layer-1 (N,T) and layer-2 (N,) argmax (ball: proved, else
+                                  :class:`Undecidable`)
+``hard_outputs(ds, alpha)``       $H^\alpha_{it}=x_{i\alpha_{it}}+\rho x_{it}$ (ball: exact)
+``twolayer_margins(.., layer)``   layer 2 $(h_{i\beta_i}-h_{it})^\top W_2z_i$ (N,T); layer 1
+                                  $(x_{i\alpha_{it}}-x_{i\tau})^\top W_1x_{it}$ (N,T,T); $+\infty$ off the keys
+``twolayer_gd(ds, ...)``          ``gd`` / ``ngd`` on $(W_1,W_2)$ (``freeze``, ``normalize``): the engine / the
+                                  50-digit replay / the ball replay :func:`attsvm.ball.twolayer.replay`
 ``tol(name)``                     the tolerance table; rounding allowances are $10^{-30}$ in mp and ball
 ``to_float(x)``                   a float (ball: the midpoint) keeping the sign of a tiny number
 ================================  ==================================================================
@@ -196,6 +209,17 @@ class TwoLayer:
     s2: np.ndarray
     g: np.ndarray
     u: np.ndarray
+
+
+@dataclass
+class TwoLayerRun:
+    r"""A two-layer GD run's last iterate in the kit's precision (:meth:`Kit.twolayer_gd`): ``W1``, ``W2`` (d,d),
+    ``steps`` taken, ``lr`` $\eta$."""
+
+    W1: np.ndarray
+    W2: np.ndarray
+    steps: int
+    lr: Any
 
 
 def _ds(ds: Any) -> Dataset:
@@ -1024,6 +1048,57 @@ class Kit:
                 **opts,
             )
             return Run(np.array(rep.final["W"], dtype=object), None, None, rep.taken, rep.lr)
+
+    def twolayer_gd(
+        self,
+        ds: Dataset | KitData,
+        *,
+        algo: str = "ngd",
+        lr: float = 0.1,
+        steps: int,
+        loss: str = "logistic",
+        W1_0: Any = None,
+        W2_0: Any = None,
+        freeze: str | None = None,
+        residual: bool = False,
+        causal: bool = False,
+        normalize: str = "per-factor",
+        schedule: str = "constant",
+    ) -> TwoLayerRun:
+        r"""``steps`` steps of ``gd`` / ``ngd`` on the two-layer model from $(W_{1,0},W_{2,0})$ (default 0):
+        ``gd`` $W_{k+1}=W_k-\eta_kG_k$ per factor; ``ngd`` per factor $W_{k+1}=W_k-\eta_kG_k/\|G_k\|_F$
+        (``normalize="per-factor"``) or both by $\sqrt{\|G_1\|_F^2+\|G_2\|_F^2}$ (``"joint"``); ``freeze`` a
+        factor that takes no step. Float64: :func:`attsvm.gd.run` (``param="twolayer"``); mp: the 50-digit replay
+        :func:`attsvm.highprec.replay`; ball: :func:`attsvm.ball.twolayer.replay` (radii watched, else
+        :class:`Undecidable`)."""
+        raw = _ds(ds)
+        d = raw.d
+        W1s = np.zeros((d, d)) if W1_0 is None else W1_0
+        W2s = np.zeros((d, d)) if W2_0 is None else W2_0
+        opts: dict[str, Any] = {"freeze": freeze, "residual": residual, "causal": causal, "schedule": schedule}
+        if algo == "ngd":
+            opts["normalize"] = normalize
+        if not self.hp:
+            from .gd import run as gd_run
+
+            init = {"W1": np.asarray(W1s, dtype=np.float64), "W2": np.asarray(W2s, dtype=np.float64)}
+            res = gd_run(raw, param="twolayer", algo=algo, lr=lr, steps=int(steps), loss=loss, init=init, **opts)
+            return TwoLayerRun(np.asarray(res.W1[0]), np.asarray(res.W2[0]), int(np.asarray(res.steps)[0]), float(lr))
+        if self.ball:
+            br = _ball().twolayer.replay(
+                self.data(raw), self._conv(W1s), self._conv(W2s), algo=algo, lr=lr, steps=int(steps), loss=loss,
+                prec=self.prec, **opts,
+            )  # fmt: skip
+            return TwoLayerRun(br.W1, br.W2, br.taken, br.lr)
+        from . import highprec as hpm
+
+        with self.context():
+            init = {"W1": self._conv(W1s).tolist(), "W2": self._conv(W2s).tolist()}
+            rep = hpm.replay(
+                raw, init, param="twolayer", algo=algo, lr=lr, steps=int(steps), loss=loss, dps=self.dps, **opts
+            )
+            W1, W2 = (np.array(rep.final[k], dtype=object) for k in ("W1", "W2"))
+            return TwoLayerRun(W1, W2, rep.taken, rep.lr)
 
     def _gd_ball(self, raw, algo, lr, steps, loss, W0, K0, Q0, norm, q, schedule) -> Run:
         """The ball replay behind :meth:`gd` (one start)."""

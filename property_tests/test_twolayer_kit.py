@@ -158,3 +158,28 @@ def test_planted_wrong_values_fail_the_comparisons():
     Gf = F64.twolayer_grads(ds, W1, W2, residual=True)[0].copy()
     Gf[1, 0] *= 1 + 1e-6
     assert not _all_in(Gb, Gf, _f64_slack)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"algo": "ngd", "residual": True},
+        {"algo": "gd", "causal": True},
+        {"algo": "ngd", "normalize": "joint", "freeze": "W1", "schedule": "rsqrt"},
+    ],
+)
+def test_ball_gd_replay_contains_the_50_digit_replay_and_the_engine_run(kw):
+    ds = _cross(9)
+    start = {"W1_0": 0.5 * np.eye(2), "W2_0": np.array([[0.25, -0.5], [0.0, 1.0]])}
+    # 256 bits: the replay's balls widen by the dependency effect (about x16 per step at 100 bits they reach 1e-6);
+    # the 50-digit replay is compared with its own rounding allowance 1e-40
+    rb, rm, rf = (k.twolayer_gd(ds, lr=0.5, steps=12, **start, **kw) for k in (Kit("ball"), MP, F64))
+    assert rb.steps == rm.steps == rf.steps == 12
+    for a in ("W1", "W2"):
+        assert _all_in(getattr(rb, a), getattr(rm, a), lambda x: 1e-40 * (1 + abs(float(x))))
+        slack = lambda x: tol("replay_rtol") * (1 + abs(float(x)))  # noqa: E731 - a float64 run of 12 steps
+        assert _all_in(getattr(rb, a), getattr(rf, a), slack)
+    if kw.get("freeze") == "W1":
+        assert all(b.is_exact() for b in rb.W1.ravel()) and _all_in(rb.W1, start["W1_0"])
+    with mpmath.workdps(50):  # planted: the 50-digit iterate moved by 1e-25 leaves the ball
+        assert not _all_in(rb.W2, rm.W2 + mpmath.mpf("1e-25"))

@@ -41,9 +41,21 @@ from flint import arb
 from ..kit import Undecidable
 from ..twolayer import key_mask
 from .model import log_softmax, loss_derivative, loss_value, softmax
-from .numbers import arbs, workprec
+from .numbers import arbs, to_arb, workprec
 
-__all__ = ["BallForward", "forward", "loss", "gradients", "selections", "hard_outputs", "margins"]
+__all__ = [
+    "ALGOS",
+    "RAD_LIMIT",
+    "BallForward",
+    "BallTwoLayerRun",
+    "forward",
+    "gradients",
+    "hard_outputs",
+    "loss",
+    "margins",
+    "replay",
+    "selections",
+]
 
 ZERO = arb(0)
 
@@ -214,3 +226,92 @@ def margins(fw: BallForward, D: Any, W1: Any, W2: Any, layer: int, selection: An
                     if tau != a[i, t]:
                         out[i, t, tau] = _dot([x - y for x, y in zip(D.X[i, a[i, t]], D.X[i, tau])], w)
         return out
+
+
+# ---------------------------------------------------------------------- the ball replay of gd / ngd
+ALGOS = ("gd", "ngd")
+#: the largest radius of an iterate relative to its Frobenius norm before the replay gives up
+RAD_LIMIT = 2.0**-20
+
+
+@dataclass(frozen=True)
+class BallTwoLayerRun:
+    r"""The last iterate of a ball replay: ``W1``, ``W2`` (d,d) balls, ``taken`` updates, ``lr`` $\eta_0$."""
+
+    W1: np.ndarray
+    W2: np.ndarray
+    taken: int
+    lr: Any
+
+
+def _sq(A: np.ndarray) -> arb:
+    return sum((x * x for x in A.ravel()), ZERO)
+
+
+def _positive(x: arb, what: str, k: int) -> arb:
+    if not x > 0:
+        raise Undecidable(f"ball GD replay (twolayer): {what} not proved positive at update {k}")
+    return x
+
+
+def replay(
+    D: Any,
+    W1_0: Any,
+    W2_0: Any,
+    *,
+    algo: str,
+    lr: Any,
+    steps: int,
+    loss: str = "logistic",
+    freeze: str | None = None,
+    residual: bool = False,
+    causal: bool = False,
+    normalize: str = "per-factor",
+    schedule: str = "constant",
+    prec: int = 256,
+) -> BallTwoLayerRun:
+    r"""``steps`` updates of ``algo`` on $(W_1,W_2)$ from $(W_{1,0},W_{2,0})$ (taken exactly), each re-evaluated on
+    the ball iterate (no centred form: the balls widen by the dependency effect, which a few dozen steps at 256 bits
+    absorb): ``gd`` $W_{k+1}=W_k-\eta_kG_k$; ``ngd`` each factor divided by its own gradient norm
+    (``normalize="per-factor"``) or both by $\sqrt{\|G_1\|_F^2+\|G_2\|_F^2}$ (``"joint"``); the ``freeze`` factor
+    (``"W1"``/``"W2"``) takes no step, nor does a factor whose gradient is exactly 0; $\eta_k$ of ``schedule``
+    (``"constant"``, ``"rsqrt"`` $\eta_0(k+1)^{-1/2}$). A normaliser not proved positive, or a radius above
+    :data:`RAD_LIMIT` times the iterate's norm, raises :class:`~attsvm.kit.Undecidable`."""
+    if algo not in ALGOS:
+        raise Undecidable(f"the ball replay of the two-layer model covers {ALGOS}, not {algo!r}")
+    if schedule not in ("constant", "rsqrt") or normalize not in ("per-factor", "joint"):
+        raise ValueError(
+            f"schedule 'constant'/'rsqrt' and normalize 'per-factor'/'joint', got {schedule!r}, {normalize!r}"
+        )
+    if freeze not in (None, "W1", "W2"):
+        raise ValueError(f"freeze must be None, 'W1' or 'W2', got {freeze!r}")
+    with workprec(prec):
+        Ws = [arbs(W1_0), arbs(W2_0)]
+        eta0 = to_arb(lr)
+        moving = [n for n, name in enumerate(("W1", "W2")) if name != freeze]
+        taken = 0
+        for k in range(int(steps)):
+            G = gradients(D, Ws[0], Ws[1], loss, residual, causal, prec)
+            sq = {n: _sq(G[n]) for n in moving}
+            if all(x == 0 for x in sq.values()):
+                break
+            eta = eta0 if schedule == "constant" else eta0 / arb(k + 1).sqrt()
+            joint = None
+            if algo == "ngd" and normalize == "joint":
+                joint = _positive(sum(sq.values(), ZERO), "the joint gradient norm", k).sqrt()
+            new = [W.copy() for W in Ws]
+            for n in moving:
+                if algo == "gd":
+                    c = eta
+                elif sq[n] == 0:
+                    continue
+                else:
+                    c = eta / (joint if joint is not None else _positive(sq[n], f"|G_{n + 1}|", k).sqrt())
+                new[n] = Ws[n] - c * G[n]
+            Ws = new
+            taken = k + 1
+            size = max(float(_sq(Ws[0]).mid()), float(_sq(Ws[1]).mid()), 1e-300) ** 0.5
+            rad = max(float(x.rad()) for W in Ws for x in W.ravel())
+            if not rad <= RAD_LIMIT * size:
+                raise Undecidable(f"ball GD replay (twolayer) lost precision at step {k} (radius {rad:.3g})")
+        return BallTwoLayerRun(Ws[0], Ws[1], taken, eta0)
