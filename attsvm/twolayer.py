@@ -1,7 +1,7 @@
 r"""The two-layer attention model ("hierarchy of SVMs", issue 30) in numpy float64: the reference forward pass,
 closed-form gradients, selections, hard outputs and the one-layer data set of the top layer.
 
-Notation (``/work/notes/twolayer_spec.md``, docs/gd.md "twolayer"). Data: the flat view of an attsvm
+Notation (THEORY §10.1, docs/gd.md "twolayer"). Data: the flat view of an attsvm
 :class:`~attsvm.data.Dataset` — tokens $x_{it}$ ``X`` (..., N, T, d), labels $Y_i$, layer-2 queries $z_i$, head
 $v$, visibility ``mask`` (..., N, T) or None. Parameters $W_1,W_2\in\mathbb R^{d\times d}$.
 
