@@ -170,11 +170,12 @@ def plot(res: dict):
             ax.scatter(np.full(len(vals), i + 0.2 * (j - 1)), np.maximum(vals, 1e-9), s=8,
                        color=PALETTE[j + 3], label=label if i == 0 else None)  # fmt: skip
     ax.set_yscale("log")
+    ax.set_ylim(1e-10, 3.0)  # room for the legend below the smallest gap
     ax.set_xticks(range(4), ["h", r"$H^\alpha$", "raw", "L1"], fontsize=8)
     ax.set_title("final gaps", fontsize=9)
-    ax.legend(fontsize=6, loc="lower left")
+    ax.legend(fontsize=8, loc="lower right", handletextpad=0.1, borderpad=0.3, labelspacing=0.3)
     fig.legend([handles[g] for g in handles], [names[g] for g in handles], loc="outside lower center", ncols=4,
-               fontsize=7)  # fmt: skip
+               fontsize=8)  # fmt: skip
     return fig
 
 
