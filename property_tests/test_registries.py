@@ -134,7 +134,7 @@ def _init(param: str, th: dict[str, np.ndarray]):
 
 
 #: where the engine's result holds each factor
-_FIELD = {"W": "W", "K": "K", "Q": "Q", "p": "p", "v": "v", "k": "K", "q": "Q"}
+_FIELD = {"W": "W", "K": "K", "Q": "Q", "p": "p", "v": "v", "k": "K", "q": "Q", "W1": "W1", "W2": "W2"}
 
 
 def _engine_vs_replay(ds, param: str, steps: int = 3, lr: float = 0.1, seed: int = 3, **kw) -> float:

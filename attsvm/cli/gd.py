@@ -151,7 +151,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         default="W",
         help="what is trained: W (attention matrix), KQ (W = K Q^T, width --m), p (prompt), vp (head v and "
         "prompt p jointly), diag (diagonal K, Q: W = diag(k * q)), heads (--heads H heads K_h, Q_h whose outputs "
-        "add up; W reported = sum_h K_h Q_h^T; --algo gd or ngd) (default: %(default)s)",
+        "add up; W reported = sum_h K_h Q_h^T; --algo gd or ngd), twolayer (layer-1 self-attention W1, layer-2 "
+        "attention W2 with the query z and head v; W reported = W2; --freeze, --residual, --causal; --algo gd or "
+        "ngd; --init FILE an .npz with W1, W2) (default: %(default)s)",
     )
     p.add_argument(
         "--algo",
@@ -194,6 +196,20 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         metavar="H",
         help="number of heads of --param heads, a positive integer; ngd --normalize per-factor normalises each "
         "head's K_h, Q_h separately (default: 2)",
+    )
+    p.add_argument(
+        "--freeze",
+        choices=["W1", "W2"],
+        default=None,
+        help="--param twolayer: the layer that takes no step (default: train W1 and W2 jointly)",
+    )
+    p.add_argument(
+        "--residual",
+        action="store_true",
+        help="--param twolayer: residual layer 1, h = sum_tau s1_tau x_tau + x_t (default: h without x_t)",
+    )
+    p.add_argument(
+        "--causal", action="store_true", help="--param twolayer: causal layer 1, keys tau <= t (default: all keys)"
     )
     p.add_argument(
         "--minibatch",
@@ -376,6 +392,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--threads must be a positive integer")
     settings = settings_of(
         args.algo, args.param, ridge=args.ridge, schedule=args.schedule, minibatch=args.minibatch,
+        freeze=args.freeze, residual=args.residual, causal=args.causal,
         **{o: getattr(args, o) for o in OPTIONS if getattr(args, o) is not None},
     )  # fmt: skip
     if args.record_every is not None:  # before anything is allocated or solved

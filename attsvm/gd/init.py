@@ -17,6 +17,7 @@ param         ``"zero"`` / ``"random"``
 ``diag``      $q_0=0,\ k_0=\sigma\,\mathcal N$ / both $\sigma\,\mathcal N$ ($W=\mathrm{diag}(k\odot q)$)
 ``heads``     $Q_{h,0}=0,\ K_{h,0}=\sigma\,\mathcal N$ for every head / both $\sigma\,\mathcal N$ ($K,Q$ of shape
               (H,d,m), ``heads`` $H$)
+``twolayer``  $W_{1,0}=W_{2,0}=0$ (layer 1 uniform averaging) / both $\sigma\,\mathcal N$ (drawn $W_1$ then $W_2$)
 ============  ==========================================================================
 
 ``"linear"``: every factor drawn as PyTorch's default ``nn.Linear`` weight (the authors' code, which keeps
@@ -26,7 +27,7 @@ In their ``SelfAttn`` the logits are $z^\top W_q^\top W_kx_t$, so $K=W_k^\top$, 
 
 Given points: a numpy array ($W_0$ (d,d) or (B,d,d) for ``W``, factorised as $K=U\Sigma^{1/2}$,
 $Q=V\Sigma^{1/2}$ for ``KQ``; $p_0$ (d,) or (B,d) for ``p``) or a dict ``{"K","Q"}`` / ``{"p"}`` /
-``{"v","p"}``.
+``{"v","p"}``; ``twolayer`` takes a dict ``{"W1","W2"}`` only.
 """
 
 from __future__ import annotations
@@ -62,6 +63,9 @@ class Parameterisation:
     #: its factors carry a leading head axis $H$ (``heads``: $K,Q$ of shape (H,d,m), the number of heads a setting,
     #: :func:`heads_of`)
     headed: bool = False
+    #: two attention layers, one matrix each (``twolayer``: $W_1$ layer-1 self-attention, $W_2$ layer-2 attention,
+    #: :mod:`attsvm.twolayer`); $W$ reported and compared is the top layer's $W_2$
+    layered: bool = False
 
     @property
     def torch_gradient(self) -> str:
@@ -71,7 +75,7 @@ class Parameterisation:
     @property
     def factored(self) -> bool:
         """$W$ is a product of factors (``KQ``, ``diag``)."""
-        return self.attention and len(self.factors) > 1
+        return self.attention and len(self.factors) > 1 and not self.layered
 
     def shapes(self, d: int, m: int, heads: int = 1) -> dict[str, tuple[int, ...]]:
         """The factors' shapes (without the batch axis) for tokens of dimension ``d``, width ``m`` and, for a
@@ -131,12 +135,27 @@ PARAMETERISATIONS = {
             random_at_zero="K",
             headed=True,
         ),
+        Parameterisation(
+            "twolayer",
+            {"W1": lambda d, m: (d, d), "W2": lambda d, m: (d, d)},
+            True,
+            Check(
+                "attsvm.highprec.model:grad_twolayer",
+                "the 50-digit (grad_W1 L, grad_W2 L) of two-layer attention, written from the definition",
+            ),
+            layered=True,
+        ),
     )
 }
 PARAM_CHECKS = {name: p.check for name, p in PARAMETERISATIONS.items()}
 PARAMS = declare("gd.PARAMS", PARAM_CHECKS)
-#: the parameterisations of one attention head (every algorithm runs on these; ``heads`` only ``gd`` and ``ngd``)
-SINGLE_HEAD_PARAMS = tuple(p for p in PARAMS if not PARAMETERISATIONS[p].headed)
+#: the parameterisations of one attention head and one layer (every algorithm runs on these; ``heads`` and
+#: ``twolayer`` only ``gd`` and ``ngd``)
+SINGLE_HEAD_PARAMS = tuple(p for p in PARAMS if not (PARAMETERISATIONS[p].headed or PARAMETERISATIONS[p].layered))
+#: the parameterisations that take the settings ``freeze``, ``residual``, ``causal`` (:class:`attsvm.gd.Settings`)
+LAYERED_PARAMS = tuple(p for p in PARAMS if PARAMETERISATIONS[p].layered)
+#: the factor a ``twolayer`` run may freeze (``freeze``; it takes no step)
+FREEZABLE = ("W1", "W2")
 #: the named initial laws (module docstring)
 INITS = ("zero", "random", "linear")
 DEFAULT_SCALE = 0.1

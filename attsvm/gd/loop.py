@@ -69,7 +69,11 @@ def _np(x: torch.Tensor | None) -> np.ndarray | None:
 
 
 def _fields(P: Problem, fw, pr: torch.Tensor, opt: np.ndarray) -> dict[str, np.ndarray]:
-    """The :func:`~attsvm.gd.summary.fields` of the iterate of the forward pass ``fw`` (primary parameter ``pr``)."""
+    """The :func:`~attsvm.gd.summary.fields` of the iterate of the forward pass ``fw`` (primary parameter ``pr``);
+    ``twolayer``: of layer 2, ``opt`` the visible argmax of its effective scores $g_{it}$ at this iterate."""
+    if PARAMETERISATIONS[P.param].layered:
+        g = fw[2] if P.D.mask is None else fw[2].masked_fill(~P.D.mask, float("-inf"))
+        opt = _np(g.argmax(-1))
     return fields(_np(fw[0]), _np(fw[1]), _np(pr), opt, P.loss)
 
 
@@ -94,7 +98,7 @@ def _run(job: Job, progress, t0: float) -> GDResult:
     square = isinstance(head, str) and head == NTP_SQUARE
     hd = ntp_square_head(ds, dev, dt) if square else head_of(head, B, d, param, dev, dt)
     job.check_ranges(hd)
-    P = Problem(D, param, loss, hd)
+    P = Problem(D, param, loss, hd, settings.freeze, settings.residual, settings.causal)
     lr_t = torch.as_tensor(lr_np, dtype=dt, device=dev)
     tg = {k: torch.as_tensor(np.array(a), dtype=dt, device=dev) for k, a in job.targets.items()}
     first = next(iter(tg), None)
@@ -199,6 +203,8 @@ def _run(job: Job, progress, t0: float) -> GDResult:
         Q=_np(th.get("Q", th.get("q"))),
         p=_np(th.get("p")),
         v=_np(th.get("v")),
+        W1=_np(th.get("W1")),
+        W2=_np(th.get("W2")),
         **_fields(P, fw, pr, opt),
         steps=_np(taken),
         stop_reason=[STOP_REASONS[i] for i in _np(reason).tolist()],

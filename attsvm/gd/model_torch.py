@@ -281,8 +281,13 @@ def token_weights_logdomain(
     loss: str = "logistic",
     parts: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
     batch: tuple[torch.Tensor, int] | None = None,
+    log_factor: torch.Tensor | None = None,
+    n: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     r"""$(\tilde\omega, M)$ with $\omega=e^{M}\tilde\omega$ (module docstring): $\tilde\omega$ (B,N,T), $M$ (B,).
+    ``log_factor`` (B,N): the rows' log-factors in place of $\log|\ell'(u_i)|$ (``u`` is then not read), ``n``
+    the divisor in place of $N$ (the two-layer model's layer-1 rows $(i,t)$: $\log|\ell'_i|+\log s^2_{it}$ over
+    the $N$ inputs, :func:`attsvm.gd.steps.gradients_twolayer`).
     ``batch`` ``(rows, b)``: the weights of the mini-batch loss $\frac1b\sum_{i\in\text{rows}}\ell_i$
     (:func:`batch_log_derivative`: the other rows' $\log|\ell'|=-\infty$ before $M$ is taken, their weights exactly
     0).
@@ -304,7 +309,7 @@ def token_weights_logdomain(
     (valid pairs through $t_1$) and $1/s_{t_1}\le T$: nothing overflows, nothing cancels
     catastrophically ($\delta$ is an exact difference), however far $s$ has underflowed.
     ``parts``: ``(e, log Z, t1)`` of :func:`log_softmax_parts` for ``logs`` (saves recomputing them)."""
-    lc = batch_log_derivative(u, loss, batch)  # (B,N); -inf off the mini-batch
+    lc = batch_log_derivative(u, loss, batch) if log_factor is None else log_factor  # (B,N); -inf off the batch
     if parts is None:
         mx, idx = logs.max(dim=-1, keepdim=True)  # log s_{t1}
         q = torch.exp(logs - mx)  # s_t / s_{t1}
@@ -323,7 +328,8 @@ def token_weights_logdomain(
     rho = (eS * dA).sum(-1, keepdim=True)
     # e^{alpha_t} = e^{S_t - M} / s_t1; 1 / s_t1 = e^{-mx}: with the parts, -mx is log Z itself (no negation)
     w = eS.mul_(torch.exp(lz if parts is not None else -mx)).mul_(dA).sub_(q * rho)
-    return w.mul_(-1.0 / (u.shape[-1] if batch is None else batch[1])), M
+    count = n if n is not None else (u.shape[-1] if batch is None else batch[1])
+    return w.mul_(-1.0 / count), M
 
 
 def token_weights_logdomain_pairwise(

@@ -206,7 +206,27 @@ def check_ranges(
             f"{knob}{{w}}: the mirror-descent dual of {k!r} cannot be represented in {{dt}}: its norm can reach "
             f"{drule} = {{val}} > {{lim}}; {fix}",
         )
-    if PARAMETERISATIONS[param].attention:
+    if PARAMETERISATIONS[param].layered:
+        # twolayer (attsvm.twolayer): |h| <= 2 max|x| (residual), layer-1 logits |x|^2 R1, layer-2 logits
+        # |h| R2 |z|, scores |h||v|, and the layer-1 effective scores |chat^T x| <= (|v| + 4|x||v| R2 |z|) |x|
+        l2 = math.log(2.0)
+        lg2 = _log(xn) + _log(zn) + lR["W2"]
+        refuse(
+            2.0 * _log(xn) + lR["W1"],
+            "field 'X'{w}: the layer-1 logits x^T W1 x cannot be represented in {dt}: "
+            f"max|x_it|^2*({rules['W1']}) = {{val}} > {{lim}}; {fix}, or rescale X",
+        )
+        refuse(
+            l2 + lg2,
+            "fields 'X', 'Z'{w}: the layer-2 logits h^T W2 z cannot be represented in {dt}: "
+            f"2*max|x_it|*max|z_i|*({rules['W2']}) = {{val}} > {{lim}}; {fix}, or rescale X or Z",
+        )
+        refuse(
+            _log(xn) + _log(vn) + np.logaddexp(0.0, 2.0 * l2 + lg2) + _log(xn) + l2,
+            "fields 'X', 'Z', 'v'{w}: the layer-1 effective scores chat^T x cannot be represented in {dt}: "
+            f"2*max|x|^2*|v|*(1 + 4*max|x|*max|z|*({rules['W2']})) = {{val}} > {{lim}}; {fix}, or rescale the data",
+        )
+    elif PARAMETERISATIONS[param].attention:
         # heads: |sum_h K_h Q_h^T| <= sum_h |K_h||Q_h| <= |K||Q| (Cauchy-Schwarz over the heads)
         lw = lR["W"] if param == "W" else lR["K"] + lR["Q"] if param in ("KQ", "heads") else lR["k"] + lR["q"]
         refuse(

@@ -43,14 +43,17 @@ class GDResult:
     nonfinite_step: np.ndarray | None = None  # (B,) int: the update that produced it (-1 otherwise)
     settings: Settings | None = None  # how the steps were taken (algo, norm, schedule, Adam's betas / eps, ...)
     kernel: str = "torch"  # what computed them: "torch" or "fused" (module docstring, "Kernels")
+    W1: np.ndarray | None = None  # (B,d,d) twolayer: layer 1 (W is then W2, the top layer)
+    W2: np.ndarray | None = None  # (B,d,d) twolayer: layer 2 (the same array as W)
 
     @property
     def B(self) -> int:
         return int(self.loss.shape[0])
 
     def params(self, b: int) -> dict[str, np.ndarray]:
-        """Parameters of run ``b`` as a dict (keys W, K, Q, p, v when present)."""
-        return {k: getattr(self, k)[b] for k in ("W", "K", "Q", "p", "v") if getattr(self, k) is not None}
+        """Parameters of run ``b`` as a dict (keys W, K, Q, p, v, W1, W2 when present)."""
+        keys = ("W", "K", "Q", "p", "v", "W1", "W2")
+        return {k: getattr(self, k)[b] for k in keys if getattr(self, k) is not None}
 
     # ------------------------------------------------------------------ display
     def _stop_text(self, b: int) -> str:

@@ -21,7 +21,7 @@ from ..data import Dataset
 from ..errors import InputError
 from .algorithm import OPTIONS, Algorithm, finite_number
 from .algos import ALGORITHMS, ALGOS
-from .init import PARAMETERISATIONS, PARAMS, heads_of, initial_params
+from .init import FREEZABLE, LAYERED_PARAMS, PARAMETERISATIONS, PARAMS, heads_of, initial_params
 from .options import LOSSES, NTP_LOSS, NTP_SQUARE, SCHEDULES
 from .ranges import check_ranges
 
@@ -55,7 +55,13 @@ class Settings:
     the full batch exactly). Only the step uses $B_k$: the records (loss, norm, selection, ...) and the stop rules
     are on the full data set; the ``underflow`` stop (a fixed point) needs the update lost for a whole period of
     $n/\gcd(n,b)$ consecutive updates (every batch of the cycle). The torch kernel only (``kernel="fused"`` is
-    refused)."""
+    refused).
+
+    The two-layer model (``param="twolayer"``, :mod:`attsvm.twolayer`; refused for every other parameterisation):
+    ``freeze`` ``None`` (train $W_1,W_2$ jointly), ``"W1"`` or ``"W2"`` (that factor takes no step: its gradient
+    is taken as exactly 0, so ``ngd`` normalises the other alone, per factor and joint alike; no ridge);
+    ``residual`` $\rho=1$ ($h=\bar h+x$); ``causal`` (layer-1 keys $\tau\le t$). ``twolayer`` runs ``gd`` and
+    ``ngd``, full batch."""
 
     algo: str = "ngd"
     ridge: float = 0.0
@@ -68,6 +74,9 @@ class Settings:
     adam_eps: float = 0.0
     momentum: float = 0.9
     minibatch: int | None = None
+    freeze: str | None = None
+    residual: bool = False
+    causal: bool = False
 
     @property
     def algorithm(self) -> Algorithm:
@@ -78,11 +87,36 @@ class Settings:
         """The options this run's algorithm reads, then ``schedule`` and ``ridge`` (for reports: the others are at
         their defaults and mean nothing for it)."""
         names = (*self.algorithm.options, "schedule", "ridge", "minibatch")
-        return {n: getattr(self, n) for n in names}
+        out = {n: getattr(self, n) for n in names}
+        out.update({n: getattr(self, n) for n in MODEL_FIELDS if getattr(self, n) != MODEL_DEFAULTS[n]})
+        return out
 
 
 #: the settings fields (in order) and the keyword arguments :func:`settings_of` takes
 SETTINGS_FIELDS = tuple(f.name for f in fields(Settings))
+#: the settings of the two-layer model (:class:`Settings`), with their defaults
+MODEL_DEFAULTS: dict[str, Any] = {"freeze": None, "residual": False, "causal": False}
+MODEL_FIELDS = tuple(MODEL_DEFAULTS)
+
+
+def model_settings(param: str, given: dict[str, Any]) -> dict[str, Any]:
+    r"""The validated ``freeze``, ``residual``, ``causal`` of a run on ``param`` (:class:`Settings`): non-default
+    values only for ``twolayer`` (:data:`~attsvm.gd.init.LAYERED_PARAMS`); ``freeze`` one of ``None``,
+    ``"W1"``, ``"W2"``; ``residual`` and ``causal`` booleans (:class:`~attsvm.errors.InputError` otherwise)."""
+    out = {}
+    for name, default in MODEL_DEFAULTS.items():
+        value = given.get(name, default)
+        if name == "freeze":
+            if value is not None and value not in FREEZABLE:
+                raise InputError(f"freeze must be None or one of {FREEZABLE}, got {value!r}")
+        elif not isinstance(value, bool | np.bool_):
+            raise InputError(f"{name} must be True or False, got {value!r}")
+        else:
+            value = bool(value)
+        if value != default and param not in LAYERED_PARAMS:
+            raise InputError(f"{name} applies to param {' and '.join(map(repr, LAYERED_PARAMS))} only (got {param!r})")
+        out[name] = value
+    return out
 
 
 def takers(option: str) -> list[str]:
@@ -155,7 +189,12 @@ def settings_of(algo: str, param: str, **given: Any) -> Settings:
     minibatch = minibatch_of(given.get("minibatch"))
     if minibatch is not None and PARAMETERISATIONS[param].headed:
         raise InputError(f"minibatch is not available for param {param!r} (the heads' rows are not batched)")
-    return Settings(algo=algo, ridge=float(ridge), schedule=schedule, minibatch=minibatch, **values)
+    if minibatch is not None and PARAMETERISATIONS[param].layered:
+        raise InputError(f"minibatch is not available for param {param!r} (full batch only)")
+    model = model_settings(param, given)
+    if model["freeze"] is not None and ridge > 0:
+        raise InputError("freeze and ridge together: a frozen factor takes no step (set ridge 0)")
+    return Settings(algo=algo, ridge=float(ridge), schedule=schedule, minibatch=minibatch, **values, **model)
 
 
 def resolve_settings(settings: Any, algo: str | None, param: str, options: dict[str, Any]) -> Settings:
@@ -358,7 +397,7 @@ def prepare(
     if param not in PARAMS:
         raise InputError(f"param must be one of {PARAMS}, got {param!r}")
     H = heads_of(heads, param)
-    if PARAMETERISATIONS[param].headed and (ntp or head is not None):
+    if (PARAMETERISATIONS[param].headed or PARAMETERISATIONS[param].layered) and (ntp or head is not None):
         raise InputError(f"param {param!r} trains the linear head of the data (v fixed): no head, no next-token data")
     square = isinstance(head, str) and head == NTP_SQUARE
     if loss is None:

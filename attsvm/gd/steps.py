@@ -38,10 +38,13 @@ from .model_torch import (
     grad_from_weights_p,
     grad_from_weights_W,
     head_outputs,
+    log_neg_loss_derivative_t,
     log_softmax_parts,
     logits_p,
     logits_W,
     loss_derivative_t,
+    residual_t,
+    score_diff,
     token_weights,
     token_weights_logdomain,
 )
@@ -70,9 +73,26 @@ class Problem:
     #: the mini-batch of this step, ``(rows, b)``: (N,) bool rows of $B_k$ and $b$ (:meth:`on_batch`); ``None``:
     #: the full loss
     batch: tuple[torch.Tensor, int] | None = field(default=None, init=False, repr=False)
+    #: the two-layer model's settings (:class:`~attsvm.gd.spec.Settings`: ``freeze``, ``residual``, ``causal``)
+    freeze: str | None = None
+    residual: bool = False
+    causal: bool = False
+    #: ``twolayer``: the layer-1 keys (B,N,T,T) bool (or None: all visible) and the rows without a key (B,N,T,1)
+    keys: torch.Tensor | None = field(default=None, init=False, repr=False)
+    empty: torch.Tensor | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         D = self.D
+        if PARAMETERISATIONS[self.param].layered:
+            T = D.X.shape[2]
+            tri = torch.ones((T, T), dtype=torch.bool, device=D.X.device).tril() if self.causal else None
+            if D.mask is not None:
+                k = D.mask.unsqueeze(-2).expand(*D.mask.shape[:-1], T, T)
+                self.keys = k & tri if tri is not None else k
+            else:
+                self.keys = None if tri is None else tri.expand(*D.X.shape[:2], T, T)
+            if self.keys is not None:
+                self.empty = ~self.keys.any(-1, keepdim=True)
         self.Xs, self.ex = range_scaled(D.X)
         if self.Xs is D.X:
             self.XTs = D.XT
@@ -99,11 +119,13 @@ class Problem:
 
 
 def W_of(th: dict[str, torch.Tensor]) -> torch.Tensor:
-    r"""The attention matrix: ``W``, $KQ^\top$ or $\mathrm{diag}(k\odot q)$; for ``heads`` (factors (B,H,d,m)) the
-    sum of the heads' matrices $\sum_hK_hQ_h^\top$ (what is reported and compared; the model's scores are per
-    head)."""
+    r"""The attention matrix: ``W``, $KQ^\top$, $\mathrm{diag}(k\odot q)$ or ``twolayer``'s $W_2$; for ``heads``
+    (factors (B,H,d,m)) the sum of the heads' matrices $\sum_hK_hQ_h^\top$ (what is reported and compared; the
+    model's scores are per head)."""
     if "k" in th:
         return torch.diag_embed(th["k"] * th["q"])
+    if "W2" in th:  # twolayer: the top layer's W2
+        return th["W2"]
     if "W" in th:
         return th["W"]
     KQ = torch.matmul(th["K"], th["Q"].transpose(-1, -2))
@@ -118,6 +140,8 @@ def forward(P: Problem, th: dict[str, torch.Tensor]):
     D = P.D
     if PARAMETERISATIONS[P.param].headed:
         return forward_heads(P, th)
+    if PARAMETERISATIONS[P.param].layered:
+        return forward_twolayer(P, th)
     W = W_of(th) if PARAMETERISATIONS[P.param].attention else None
     a = logits_p(D.X, th["p"]) if W is None else logits_W(D.X, W, D.Z, D.XT)
     logs, e, lz, top = log_softmax_parts(a, D.mask)
@@ -155,12 +179,39 @@ def forward_heads(P: Problem, th: dict[str, torch.Tensor]):
     return mean, u, D.gamma, None, Wh.sum(1), rows
 
 
+def forward_twolayer(P: Problem, th: dict[str, torch.Tensor]):
+    r""":func:`forward` of ``twolayer`` (:mod:`attsvm.twolayer`): $A^1_{i,t\tau}=x_{i\tau}^\top W_1x_{it}$ over
+    the keys :attr:`Problem.keys`, $\bar h_{it}=\sum_\tau s^1_{i,t\tau}x_{i\tau}$, $h=\bar h+\rho x$,
+    $a^2_{it}=h_{it}^\top W_2z_i$, $s^2_i=\mathbb S(a^2_i)$, $g_{it}=Y_iv^\top h_{it}$, $u_i=\sum_ts^2_{it}g_{it}$.
+    Returns :func:`forward`'s ``(log s2, u, g, parts of s2, W2)`` and a sixth item ``(log s1, h_bar, h, W2 z)``
+    ((B,N,T,T), (B,N,T,d), (B,N,T,d), (B,N,d)); a row $t$ without a key has $\log s^1=-\infty$, $\bar h=0$."""
+    D = P.D
+    X, W1, W2 = D.X, th["W1"], th["W2"]
+    XW = torch.matmul(X, W1.transpose(-1, -2).unsqueeze(1))  # rows W1 x_it
+    A1 = torch.matmul(XW, D.XT if D.XT is not None else X.transpose(-1, -2))  # A1[t, tau] = x_tau^T W1 x_t
+    if P.keys is None:
+        logs1 = log_softmax_parts(A1)[0]
+    else:
+        logs1 = log_softmax_parts(A1.masked_fill(P.empty, 0.0), P.keys | P.empty)[0]
+        logs1 = logs1.masked_fill(P.empty, float("-inf"))
+    hbar = torch.matmul(torch.exp(logs1), X)
+    h = hbar + X if P.residual else hbar
+    W2z = torch.matmul(D.Z, W2.transpose(-1, -2))  # (B,N,d): rows W2 z_i
+    a2 = torch.matmul(h, W2z.unsqueeze(-1)).squeeze(-1)
+    logs, e, lz, top = log_softmax_parts(a2, D.mask)
+    g = D.Y.unsqueeze(-1) * torch.matmul(h, D.v[:, None, :, None]).squeeze(-1)
+    u = (e * torch.exp(-lz) * g).sum(-1)
+    return logs, u, g, (e, lz, top), W2, (logs1, hbar, h, W2z)
+
+
 def scaled_gradients(P: Problem, th: dict[str, torch.Tensor], fw, log_domain: bool):
     r"""Loss gradients per factor as ``(G, M, E)``: $\nabla_k\mathcal L=e^{M_k}\,2^{E_k}\,\hat G_k$ with
     $\max|\hat G_k|\in[\tfrac12,1)$ (or $\hat G_k=0$); ``M`` (B,) float log-scales (0 in the plain mode),
     ``E`` (B,) int64 binary exponents (module docstring). The token weights are formed here; the chain rule to the
     factors is the parameterisation's own function, the one its registry entry names
     (:attr:`~attsvm.gd.init.Parameterisation.torch_gradient`, e.g. :func:`gradients_KQ`)."""
+    if PARAMETERISATIONS[P.param].layered:  # its own effective scores per layer (:func:`gradients_twolayer`)
+        return P.chain(P, th, fw, None, None, None, log_domain)
     logs, u, ghat, parts = fw[:4]
     D = P.D
     tile = lambda g: g  # noqa: E731
@@ -236,6 +287,60 @@ def gradients_heads(P: Problem, th: dict[str, torch.Tensor], fw, w, M, ew, log_d
     U = torch.matmul(XT.unsqueeze(1), wh.unsqueeze(-1)).squeeze(-1)  # (B,H,N,d): sum_t w_hit x_it
     G, eG = normalise(torch.matmul(U.transpose(-1, -2), P.Zs.unsqueeze(1)))  # (B,H,d,d)
     return factor_gradients(G, ew + P.ex + P.ez + eG, M, K, Q)
+
+
+def gradients_twolayer(P: Problem, th: dict[str, torch.Tensor], fw, w, M, ew, log_domain: bool):
+    r"""``twolayer`` (:mod:`attsvm.twolayer`, docs/gd.md): $\nabla_{W_2}\mathcal L=\sum_{i,t}\omega^2_{it}h_{it}
+    z_i^\top$ with the one-layer token weights $\omega^2$ of the effective scores $g_{it}$ (tokens $h_{it}$), and
+    $\nabla_{W_1}\mathcal L=\sum_{i,t,\tau}\omega^1_{i,t\tau}x_{i\tau}x_{it}^\top$ with, per row $(i,t)$, the
+    one-layer token weights of the softmax $s^1_{i,t\cdot}$ and the effective scores $\hat c_{it}^\top x_{i\tau}$,
+    $\hat c_{it}=Y_iv+(g_{it}-u_i)W_2z_i$, and the row factor $\ell'(u_i)s^2_{it}$ (in the log domain the row
+    log-factor $\log|\ell'_i|+\log s^2_{it}$, :func:`~attsvm.gd.model_torch.token_weights_logdomain`), so both
+    directions are exact far past softmax underflow. $g_{it}-u_i=\sum_\sigma s^2_{i\sigma}(g_{it}-g_{i\sigma})$
+    pairwise. A frozen factor (:attr:`Problem.freeze`) gets the gradient exactly 0 (log-scale $-\infty$): it takes no
+    step. ``w``, ``M``, ``ew`` are not read (the weights are formed here)."""
+    D = P.D
+    logs2, u, g, parts2, _W2, (logs1, _hbar, h, W2z) = fw
+    B, N, T, _d = D.X.shape
+    G: dict[str, torch.Tensor] = {}
+    Ms: dict[str, torch.Tensor] = {}
+    Es: dict[str, torch.Tensor] = {}
+    zeroE = torch.zeros(B, dtype=torch.int64, device=D.X.device)
+    off = torch.full((B,), -math.inf if log_domain else 0.0, dtype=D.X.dtype, device=D.X.device)
+    if P.freeze == "W2":
+        G["W2"], Ms["W2"], Es["W2"] = torch.zeros_like(th["W2"]), off, zeroE
+    else:
+        if log_domain:
+            gs, eg = normalise(g)
+            w2, M2 = token_weights_logdomain(logs2, gs, u, P.loss, parts2)
+        else:
+            eg, w2 = zeroE, token_weights(logs2, g, u, P.loss)
+            M2 = torch.zeros(B, dtype=D.X.dtype, device=D.X.device)
+        G2, e2 = normalise(grad_from_weights_W(w2, h, D.Z))
+        G["W2"], Ms["W2"], Es["W2"] = G2, M2, eg + e2
+    if P.freeze == "W1":
+        G["W1"], Ms["W1"], Es["W1"] = torch.zeros_like(th["W1"]), off, zeroE
+    else:
+        s2 = torch.exp(logs2)
+        dg = torch.matmul(score_diff(g), s2.unsqueeze(-1)).squeeze(-1)  # g_t - u, pairwise
+        chat = (D.Y.unsqueeze(-1) * D.v.unsqueeze(1)).unsqueeze(2) + dg.unsqueeze(-1) * W2z.unsqueeze(2)
+        sc = torch.matmul(chat, D.XT if D.XT is not None else D.X.transpose(-1, -2))  # [t, tau] = chat_t^T x_tau
+        if log_domain:
+            scs, ec = normalise(sc)
+            lg = logs1 if P.empty is None else logs1.masked_fill(P.empty, -math.log(T))  # keyless rows: weight 0
+            lf = log_neg_loss_derivative_t(u, P.loss).unsqueeze(-1) + logs2  # (B,N,T)
+            w1, M1 = token_weights_logdomain(
+                lg.reshape(B, N * T, T), scs.reshape(B, N * T, T), u, P.loss, log_factor=lf.reshape(B, N * T), n=N
+            )
+            w1 = w1.view(B, N, T, T)
+        else:
+            ec, M1 = zeroE, torch.zeros(B, dtype=D.X.dtype, device=D.X.device)
+            c = (loss_derivative_t(u, P.loss) / N).unsqueeze(-1) * s2  # l'(u_i) s2_it / N
+            w1 = c.unsqueeze(-1) * residual_t(torch.exp(logs1), sc)
+        U1 = torch.matmul(w1, D.X)  # (B,N,T,d): sum_tau w_{t tau} x_tau
+        G1, e1 = normalise(torch.einsum("bntd,bnte->bde", U1, D.X))
+        G["W1"], Ms["W1"], Es["W1"] = G1, M1, ec + e1
+    return {k: G[k] for k in ("W1", "W2")}, {k: Ms[k] for k in ("W1", "W2")}, {k: Es[k] for k in ("W1", "W2")}
 
 
 def gradients_p(P: Problem, th: dict[str, torch.Tensor], fw, w, M, ew, log_domain: bool):

@@ -14,7 +14,9 @@ $\eta_k=\eta$, ``"rsqrt"`` $\eta_k=\eta_0(k+1)^{-1/2}$, update $k=0,1,\dots$):
 for $\theta=W$ (cross, self, sequence, causal data), $\theta=(K,Q)$ with $W=KQ^\top$ (both factors from the
 gradients at $(K_k,Q_k)$), $\theta=p$ (prompt attention, head $v$ fixed), $\theta=(v,p)$ (both factors from the
 gradients at $(v_k,p_k)$) and the diagonal factors $\theta=(k,q)$ with $W=\mathrm{diag}(k\odot q)$
-(:func:`~attsvm.highprec.model.grad_diag`). ``ngd`` with ``normalize="joint"`` divides every factor by the norm of
+(:func:`~attsvm.highprec.model.grad_diag`), and the two-layer model $\theta=(W_1,W_2)$
+(:func:`~attsvm.highprec.model.grad_twolayer`, with the run's ``residual`` and ``causal``; a factor frozen by
+``freeze`` has no gradient here, so it never moves and does not count in the joint norm). ``ngd`` with ``normalize="joint"`` divides every factor by the norm of
 the whole gradient, $\|g_k\|=(\sum_j\|g_{k,j}\|_F^2)^{1/2}$. ``heads`` ($H$ heads, $K,Q$ (H,d,m), the outputs
 $u_i=\sum_h\gamma_i^\top\mathbb S(X_iK_hQ_h^\top z_i)$ added, :func:`~attsvm.highprec.model.grad_heads`) is
 replayed with every head's $K_h$, $Q_h$ a factor of its own (``K0``, ``Q0``, ``K1``, ...), so ``ngd`` per factor
@@ -120,6 +122,7 @@ from .model import (
     grad_diag,
     grad_heads,
     grad_KQ,
+    grad_twolayer,
     grad_vp,
     grad_W,
     hessian,
@@ -152,7 +155,7 @@ __all__ = [
 ]
 
 #: the parameterisations replayed here (those of :data:`attsvm.gd.init.PARAMS`)
-PARAMS = ("W", "KQ", "p", "vp", "diag", "heads")
+PARAMS = ("W", "KQ", "p", "vp", "diag", "heads", "twolayer")
 #: how ``ngd`` normalises several factors, as :data:`attsvm.gd.options.NORMALIZE`
 NORMALIZE = ("per-factor", "joint")
 #: the norms of ``nsd`` (:func:`nsd_direction`), as :data:`attsvm.gd.NORMS`
@@ -282,7 +285,8 @@ class Agreement:
 @dataclass
 class Replay:
     r"""A replayed run: ``final`` the last iterate and ``recorded`` the iterates at ``steps`` (step 0 first), each a
-    dict of nested ``mpf`` lists (``{"W"}``, ``{"K","Q"}``, ``{"p"}``, ``{"v","p"}`` or ``{"k","q"}``); ``lr`` the
+    dict of nested ``mpf`` lists (``{"W"}``, ``{"K","Q"}``, ``{"p"}``, ``{"v","p"}``, ``{"k","q"}`` or
+    ``{"W1","W2"}``); ``lr`` the
     step size $\eta_0$; ``taken`` the steps taken (fewer than asked when every gradient became exactly zero);
     ``algo``, ``norm``, ``q``, ``schedule``, ``minibatch`` how they were taken; for ``nsd`` in a discrete norm
     (``linf``, ``l1``, ``spec``) ``decisions`` and ``margins`` of every update, and for ``spec`` the
@@ -306,8 +310,8 @@ class Replay:
     sensitivities: list[Any] = field(default_factory=list)
 
     def array(self, name: str | None = None, index: int | None = None) -> np.ndarray:
-        """``name`` (default: ``W`` or ``p``) of the final iterate, or of record ``index``, as float64."""
-        name = name or ("W" if self.param == "W" else "p")
+        """``name`` (default: ``W``, ``W2`` of ``twolayer``, or ``p``) of the final iterate, or of record ``index``, as float64."""
+        name = name or {"W": "W", "twolayer": "W2"}.get(self.param, "p")
         src = self.final if index is None else self.recorded[index]
         return to_numpy(src[name])
 
@@ -418,6 +422,10 @@ def _init(param: str, init: Any, d: int) -> dict[str, Any]:
             raise ValueError(f"param 'heads' needs K, Q of shape (H, d, m), got {shape}")
         K, Q = conv(init["K"], (*shape[:1], d, shape[2])), conv(init["Q"], (*shape[:1], d, shape[2]))
         return {f"{n}{h}": A[h] for h in range(shape[0]) for n, A in (("K", K), ("Q", Q))}
+    if param == "twolayer":
+        if not (isinstance(init, dict) and set(init) == {"W1", "W2"}):
+            raise ValueError("param 'twolayer' needs init={'W1': ..., 'W2': ...} (d, d) each")
+        return {"W1": conv(init["W1"], (d, d)), "W2": conv(init["W2"], (d, d))}
     if param == "diag":
         if not (isinstance(init, dict) and set(init) == {"k", "q"}):
             raise ValueError("param 'diag' needs init={'k': ..., 'q': ...} (the diagonal factors, W = diag(k q))")
@@ -427,7 +435,10 @@ def _init(param: str, init: Any, d: int) -> dict[str, Any]:
     return {param: conv(init, (d, d) if param == "W" else (d,))}
 
 
-def _gradients(D: HPData, param: str, th: dict[str, Any], loss_: str, dps: int) -> dict[str, Any]:
+def _gradients(D: HPData, param: str, th: dict[str, Any], loss_: str, dps: int, S: Any = None) -> dict[str, Any]:
+    if param == "twolayer":  # the frozen factor (S.freeze) has no gradient: it takes no step, nor counts in a norm
+        g1, g2 = grad_twolayer(D, th["W1"], th["W2"], loss_, S.residual, S.causal, dps)
+        return {n: g for n, g in (("W1", g1), ("W2", g2)) if n != S.freeze}
     if param == "W":
         return {"W": grad_W(D, th["W"], loss_, dps)}
     if param == "KQ":
@@ -698,7 +709,7 @@ def replay(
         step = STEPS[S.algo]
         for k in range(steps):
             Dk = D if b is None else batch_data(D, [(k * b + j) % D.N for j in range(b)])
-            grads = _gradients(Dk, param, th, loss, dps)
+            grads = _gradients(Dk, param, th, loss, dps, S)
             norms = {name: frob(g) for name, g in grads.items()}
             new, dirs = step(Step(th, grads, norms, step_size(eta0, k, S.schedule), k + 1, values, state, dps))
             if new is None:

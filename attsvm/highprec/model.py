@@ -66,6 +66,9 @@ __all__ = [
     "heads_outputs",
     "loss_heads",
     "grad_heads",
+    "twolayer_outputs",
+    "loss_twolayer",
+    "grad_twolayer",
     "gradient_shares",
     "prompt_outputs",
     "grad_p",
@@ -443,6 +446,95 @@ def heads_outputs(ds: Dataset | HPData, K: Any, Q: Any, dps: int = DPS) -> tuple
             s.append([softmax(ai, vi) for ai, vi in zip(a, D.vis)])
         u = [mp.fsum(sh[i][t] * g[i][t] for sh in s for t in D.vis[i]) for i in range(D.N)]
         return s, g, u
+
+
+def twolayer_outputs(
+    ds: Dataset | HPData, W1: Any, W2: Any, residual: bool = False, causal: bool = False, dps: int = DPS
+) -> dict[str, Any]:
+    r"""The two-layer model (:mod:`attsvm.twolayer`) at ``dps`` digits, from its definition: per input $i$ and
+    layer-1 query $t$ the keys $K_{it}=\{\tau\ \text{visible}:\ \tau\le t\ \text{if causal}\}$,
+    $s^1_{i,t\cdot}=\mathbb S(x_{i\tau}^\top W_1x_{it})_{\tau\in K_{it}}$ (a row without keys: 0),
+    $\bar h_{it}=\sum_{\tau}s^1_{i,t\tau}x_{i\tau}$, $h_{it}=\bar h_{it}+\rho x_{it}$; over the visible $t$
+    $s^2_i=\mathbb S(h_{it}^\top W_2z_i)$, $g_{it}=Y_iv^\top h_{it}$, $u_i=\sum_ts^2_{it}g_{it}$. ``W1``, ``W2``
+    float64 (d,d) (exact) or nested ``mpf``. Returns a dict of nested lists: ``s1`` [N][T][T], ``h_bar``, ``h``
+    [N][T][d], ``s2``, ``g`` [N][T], ``u`` [N]."""
+    D = data(ds)
+    with mp.workdps(dps):
+        A, B = as_mp(W1), as_mp(W2)
+        rho = mpmath.mpf(1) if residual else mpmath.mpf(0)
+        zero = mpmath.mpf(0)
+        out: dict[str, Any] = {"s1": [], "h_bar": [], "h": [], "s2": [], "g": [], "u": []}
+        for i in range(D.N):
+            Xi, vis = D.X[i], D.vis[i]
+            s1i, hbi, hi = [], [], []
+            for t in range(D.T):
+                keys = [k for k in vis if not causal or k <= t]
+                if keys:
+                    w = matvec(A, Xi[t])
+                    row = softmax([mp.fdot(Xi[k], w) for k in range(D.T)], keys)
+                else:
+                    row = [zero] * D.T
+                hb = [mp.fsum(row[k] * Xi[k][j] for k in keys) for j in range(D.d)]
+                s1i.append(row)
+                hbi.append(hb)
+                hi.append([hb[j] + rho * Xi[t][j] for j in range(D.d)])
+            Bz = matvec(B, D.Z[i])
+            s2i = softmax([mp.fdot(hi[t], Bz) for t in range(D.T)], vis)
+            gi = [D.Y[i] * mp.fdot(D.v, hi[t]) for t in range(D.T)]
+            for name, val in (("s1", s1i), ("h_bar", hbi), ("h", hi), ("s2", s2i), ("g", gi)):
+                out[name].append(val)
+            out["u"].append(mp.fsum(s2i[t] * gi[t] for t in vis))
+        return out
+
+
+def loss_twolayer(
+    ds: Dataset | HPData, W1: Any, W2: Any, loss: str = "logistic", residual: bool = False, causal: bool = False,
+    dps: int = DPS,
+) -> mpmath.mpf:  # fmt: skip
+    r"""$\mathcal L(W_1,W_2)=\frac1N\sum_i\ell(u_i)$ of the two-layer model (:func:`twolayer_outputs`)."""
+    with mp.workdps(dps):
+        u = twolayer_outputs(ds, W1, W2, residual, causal, dps)["u"]
+        return mp.fsum(loss_value(x, loss) for x in u) / len(u)
+
+
+def grad_twolayer(
+    ds: Dataset | HPData, W1: Any, W2: Any, loss: str = "logistic", residual: bool = False, causal: bool = False,
+    dps: int = DPS,
+) -> tuple[MP, MP]:  # fmt: skip
+    r"""$(\nabla_{W_1}\mathcal L,\ \nabla_{W_2}\mathcal L)$ of the two-layer model at ``dps`` digits, by the chain
+    rule through the softmax Jacobians $\partial s_t/\partial a_\tau=s_t(\delta_{t\tau}-s_\tau)$, written pairwise:
+    layer 2 $\partial u_i/\partial a^2_{it}=s^2_{it}\sum_\sigma s^2_{i\sigma}(g_{it}-g_{i\sigma})$ and
+    $\partial a^2_{it}/\partial W_2=h_{it}z_i^\top$; through $h$: $\partial u_i/\partial h_{it}=s^2_{it}Y_iv+
+    (\partial u_i/\partial a^2_{it})W_2z_i$, $\partial h_{it}/\partial A^1_{i,t\tau}=s^1_{i,t\tau}\sum_\sigma
+    s^1_{i,t\sigma}(x_{i\tau}-x_{i\sigma})$ and $\partial A^1_{i,t\tau}/\partial W_1=x_{i\tau}x_{it}^\top$; then
+    $\nabla\mathcal L=\frac1N\sum_i\ell'(u_i)\nabla u_i$. Returns two [d][d] lists."""
+    D = data(ds)
+    with mp.workdps(dps):
+        A, B = as_mp(W1), as_mp(W2)
+        o = twolayer_outputs(D, A, B, residual, causal, dps)
+        zero = mpmath.mpf(0)
+        G1 = [[zero] * D.d for _ in range(D.d)]
+        G2 = [[zero] * D.d for _ in range(D.d)]
+        for i in range(D.N):
+            Xi, vis = D.X[i], D.vis[i]
+            s1, s2, g, h = o["s1"][i], o["s2"][i], o["g"][i], o["h"][i]
+            c = loss_derivative(o["u"][i], loss) / D.N
+            Bz = matvec(B, D.Z[i])
+            for t in vis:
+                da2 = s2[t] * mp.fsum(s2[k] * (g[t] - g[k]) for k in vis)  # du/da2_t
+                for a in range(D.d):
+                    for b in range(D.d):
+                        G2[a][b] += c * da2 * h[t][a] * D.Z[i][b]
+                dh = [s2[t] * D.Y[i] * D.v[j] + da2 * Bz[j] for j in range(D.d)]  # du/dh_t
+                keys = [k for k in vis if not causal or k <= t]
+                for tau in keys:
+                    # du/dA1_{t,tau} = dh^T s1_tau sum_sigma s1_sigma (x_tau - x_sigma)
+                    dx = [mp.fsum(s1[t][k] * (Xi[tau][j] - Xi[k][j]) for k in keys) for j in range(D.d)]
+                    q = s1[t][tau] * mp.fdot(dh, dx)
+                    for a in range(D.d):
+                        for b in range(D.d):
+                            G1[a][b] += c * q * Xi[tau][a] * Xi[t][b]
+        return G1, G2
 
 
 def loss_heads(ds: Dataset | HPData, K: Any, Q: Any, loss: str = "logistic", dps: int = DPS) -> mpmath.mpf:
