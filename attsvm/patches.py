@@ -5,9 +5,11 @@ $T=(H/p_h)(W/p_w)$ patches, taken in row-major order of the patch grid. Token $t
 
 $$x_t=(\mathrm{vec}(\text{patch }t);\,e_t)\in\mathbb R^{p_hp_w+T},$$
 
-its pixels in row-major order followed by the one-hot position code $e_t$. The code makes every token of an image
-distinct (two blank patches of one image would otherwise be the same vector: their scores tie and the Att-SVM
-constraint between them vanishes). Pixel rows are the patches of $1\times W$ pixels.
+its pixels in row-major order followed by the one-hot position code $e_t$ (``code="onehot"``), or
+$x_t=(\mathrm{vec}(\text{patch }t);\,r_t/(G_h-1),\,c_t/(G_w-1))\in\mathbb R^{p_hp_w+2}$ with the patch's row and
+column $(r_t,c_t)$ in the $G_h\times G_w$ patch grid (``code="grid"``, 2 coordinates instead of $T$). Either code
+makes every token of an image distinct (two blank patches of one image would otherwise be the same vector: their
+scores tie and the Att-SVM constraint between them vanishes). Pixel rows are the patches of $1\times W$ pixels.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ import numpy as np
 from .errors import InputError
 
 
-def patch_tokens(images: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+def patch_tokens(images: np.ndarray, size: tuple[int, int], code: str = "onehot") -> np.ndarray:
     r"""Tokens $x_{it}=(\mathrm{vec}(\text{patch }t\text{ of image }i);\,e_t)$, shape (n, T, $p_hp_w$ + T), for
-    ``images`` (n, H, W) and patch ``size`` $(p_h, p_w)$ dividing (H, W)."""
+    ``images`` (n, H, W) and patch ``size`` $(p_h, p_w)$ dividing (H, W); with ``code="grid"`` the position code is
+    the patch's (row, column) in the grid scaled to $[0,1]$, shape (n, T, $p_hp_w$ + 2)."""
     images = np.asarray(images, dtype=np.float64)
     if images.ndim != 3:
         raise InputError(f"images must have shape (n, H, W), got {images.shape}")
@@ -30,7 +33,14 @@ def patch_tokens(images: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     gh, gw = H // ph, W // pw
     pix = images.reshape(n, gh, ph, gw, pw).transpose(0, 1, 3, 2, 4).reshape(n, gh * gw, ph * pw)
     T = gh * gw
-    return np.concatenate([pix, np.broadcast_to(np.eye(T), (n, T, T))], axis=-1)
+    if code == "onehot":
+        pos = np.eye(T)
+    elif code == "grid":
+        r, c = np.divmod(np.arange(T), gw)
+        pos = np.stack([r / max(gh - 1, 1), c / max(gw - 1, 1)], axis=1)
+    else:
+        raise InputError(f"unknown position code {code!r} (known: onehot, grid)")
+    return np.concatenate([pix, np.broadcast_to(pos, (n, T, pos.shape[1]))], axis=-1)
 
 
 def patch_box(t: int, grid_width: int, size: tuple[int, int]) -> tuple[float, float, float, float]:

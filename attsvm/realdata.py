@@ -87,6 +87,18 @@ def saturation_summary(lo: np.ndarray) -> dict[str, Any]:
     }
 
 
+def opt_feasibility(ds) -> bool | None:
+    r"""Whether Att-SVM($\mathrm{opt}$) of ``ds`` is feasible (:func:`attsvm.svm.feasibility`, Farkas); None when the
+    solver cannot decide (a :class:`~attsvm.errors.SolverError`, counted as undecided, never read as a verdict)."""
+    from .errors import SolverError
+    from .svm import feasibility
+
+    try:
+        return bool(feasibility(ds)[0])
+    except SolverError:
+        return None
+
+
 def local_optimality_grid(ctx, sets: list, stage: str) -> tuple[np.ndarray, np.ndarray]:
     r"""Feasibility and local optimality of Att-SVM($\alpha$) (Frobenius solves, support within ``tol('active')``)
     for ``sets`` [[data set with its selection, ...] per record] (R lists of B): two (R, B) arrays of 0/1, NaN where
@@ -234,8 +246,10 @@ def measure_two_layer(ctx, ds, run, test, frozen: bool, residual: bool, stage: s
     return {
         **svm_summary(ok, certs, lo_flags),
         "frac_beta_is_opt_of_top_layer": summary(
-            [np.mean(be[b] == np.asarray(sets[-1][b].with_alpha(None).opt)) if _untied(sets[-1][b]) else np.nan
-             for b in range(B)]
+            [
+                np.mean(be[b] == np.asarray(sets[-1][b].with_alpha(None).opt)) if _untied(sets[-1][b]) else np.nan
+                for b in range(B)
+            ]
         ),  # fmt: skip
         "final_corr": summary(corr[-1]),
         "final_corr_runs": corr[-1],

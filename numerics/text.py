@@ -71,7 +71,7 @@ TITLE = (
 )
 CLAIMS = ("gd-selects-locally-optimal", "hier-top-layer", "hier-joint")
 SIZES = {
-    "full": {"seeds": 3, "steps": 20000, "record_every": 2000, "steps2": 2000, "record2": 250, "train_frac": 0.7},
+    "full": {"seeds": 3, "steps": 12000, "record_every": 1500, "steps2": 1200, "record2": 150, "train_frac": 0.7},
     "smoke": {"seeds": 2, "steps": 400, "record_every": 100, "steps2": 40, "record2": 10, "train_frac": 0.3},
 }
 TOP_WORDS = 5  #: words listed per class and model
@@ -130,10 +130,9 @@ def word_counts(c, rows: np.ndarray, pos: np.ndarray) -> dict[str, list]:
 def run(ctx) -> dict:
     from importlib.metadata import version
 
-    from attsvm import svm
     from attsvm.experiments import gd_runs, summary
     from attsvm.model import logits
-    from attsvm.realdata import accuracy, log_attention, measure_one_layer, measure_two_layer, splits
+    from attsvm.realdata import accuracy, log_attention, measure_one_layer, measure_two_layer, opt_feasibility, splits
 
     s, o = ctx.size, ctx.options
     B = ctx.seeds
@@ -174,11 +173,12 @@ def run(ctx) -> dict:
         uni_tr = accuracy(log_attention(logits(ds.X[None], zero, ds.Z[None]), ds.mask)[0], ds.X, ds.Y, ds.v)
         uni_te = accuracy(log_attention(logits(test.X[None], zero, test.Z[None]), test.mask)[0], test.X, test.Y, test.v)
         with ctx.timed("svm opt feasibility"):
-            opt_feasible = [bool(svm.feasibility(ds[b])[0]) for b in range(B)]
+            opt_feasible = [opt_feasibility(ds[b]) for b in range(B)]
         res: dict[str, Any] = {
             "baseline": {"uniform_train_acc": summary(uni_tr[0]), "uniform_test_acc": summary(uni_te[0])},
             "opt": {
-                "feasible": int(sum(opt_feasible)), "runs": B, "constraints": int(np.sum(ds.mask[0]) - ds.n),
+                "feasible": int(sum(x is True for x in opt_feasible)), "runs": B,
+                "undecided": int(sum(x is None for x in opt_feasible)), "constraints": int(np.sum(ds.mask[0]) - ds.n),
                 "params": d * d, "words": word_counts(c, tr, np.asarray(ds.opt)),
             },
         }  # fmt: skip
@@ -262,7 +262,7 @@ def plot(res: dict):
     handles += [Line2D([], [], color="0.3", linestyle=styles[e], label=f"{e} word vectors") for e in EMBEDDINGS]
     fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=8)
     fig.suptitle(
-        f"Movie-review sentences: {s['n_train']} training sentences, T = {s['T']} words, d = {s['d']}, "
+        f"Movie-review sentences: {s['n_train']} training sentences, T = {s['T']} words, d = {s['d']},\n"
         f"{s['seeds']} seeds; one layer {s['steps']} steps, two layers {s['steps2']} steps"
     )
     return fig
@@ -306,7 +306,8 @@ def caption(res: dict) -> str:
         bl = r["baseline"]["uniform_test_acc"]
         txt = [
             f" *{e}*: Att-SVM(opt) feasible in {r['opt']['feasible']} of {r['opt']['runs']} runs "
-            f"({r['opt']['constraints']} constraints, {r['opt']['params']} entries of W); uniform attention test "
+            f"({r['opt'].get('undecided', 0)} undecided by the LP; {r['opt']['constraints']} constraints, "
+            f"{r['opt']['params']} entries of W); uniform attention test "
             f"accuracy {_pm(bl)}."
         ]
         for m in MODELS:
