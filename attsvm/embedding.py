@@ -8,7 +8,8 @@ position code that keeps the tokens of a sentence distinct.
   $C_a=\sum_bC_{ab}$, $C=\sum_aC_a$), factorised as $E=U_k\Lambda_k^{1/2}$ with $\Lambda_k$ the $k$ largest
   eigenvalues of the symmetric PPMI matrix and $U_k$ their eigenvectors (``scipy.linalg.eigh``, LAPACK ``syevr``
   on the top $k$ only), each eigenvector's
-  sign fixed so that its largest-magnitude entry is positive. A closed form: no stochastic training, no threads,
+  sign fixed so that its largest-magnitude entry is positive, computed with one BLAS thread (so the bits do not
+  depend on the thread count; they may on another CPU's or BLAS build's kernels). A closed form: no stochastic training, no threads,
   no hash seeds (unlike word2vec, whose per-word initialisation in gensim hashes strings with Python's salted
   ``hash``), and suited to a corpus of a few thousand words.
 
@@ -58,10 +59,12 @@ def ppmi(C: np.ndarray) -> np.ndarray:
 def ppmi_embedding(ids: np.ndarray, mask: np.ndarray, vocab_size: int, k: int, window: int = 2) -> np.ndarray:
     r"""$E=U_k\Lambda_k^{1/2}$ of the PPMI matrix (module docstring), sign-fixed eigenvectors."""
     from scipy.linalg import eigh
+    from threadpoolctl import threadpool_limits
 
     M = ppmi(cooccurrence(ids, mask, vocab_size, window))
     V = M.shape[0]
-    lam, U = eigh(M, subset_by_index=[V - int(k), V - 1], driver="evr")
+    with threadpool_limits(limits=1):  # a threaded BLAS sums in another order: the last bits would depend on it
+        lam, U = eigh(M, subset_by_index=[V - int(k), V - 1], driver="evr")
     lam, U = np.maximum(lam[::-1], 0.0), U[:, ::-1]  # largest first
     big = np.argmax(np.abs(U), axis=0)
     U = U * np.sign(U[big, np.arange(U.shape[1])])
