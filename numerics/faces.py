@@ -53,7 +53,7 @@ TITLE = (
 CLAIMS = ("gd-selects-locally-optimal", "hier-top-layer", "hier-joint")
 SIZES = {
     "full": {"seeds": 3, "steps": 12000, "record_every": 1500, "steps2": 1500, "record2": 150, "train_frac": 0.7},
-    "smoke": {"seeds": 2, "steps": 400, "record_every": 100, "steps2": 40, "record2": 10, "train_frac": 0.3},
+    "smoke": {"seeds": 2, "steps": 300, "record_every": 100, "steps2": 30, "record2": 10, "train_frac": 0.25},
 }
 SHOW = 4  #: test images of run 0 drawn (half of each class)
 

@@ -72,7 +72,7 @@ TITLE = (
 CLAIMS = ("gd-selects-locally-optimal", "hier-top-layer", "hier-joint")
 SIZES = {
     "full": {"seeds": 3, "steps": 12000, "record_every": 1500, "steps2": 1200, "record2": 150, "train_frac": 0.7},
-    "smoke": {"seeds": 2, "steps": 400, "record_every": 100, "steps2": 40, "record2": 10, "train_frac": 0.3},
+    "smoke": {"seeds": 2, "steps": 300, "record_every": 100, "steps2": 30, "record2": 10, "train_frac": 0.25},
 }
 TOP_WORDS = 5  #: words listed per class and model
 EXAMPLES = 2  #: test sentences of run 0 shown per class
@@ -229,8 +229,11 @@ def plot(res: dict):
     )
     ax[2].set_ylim(0.3, 1.02)
     tx = fig.add_subplot(outer[1])
-    tx.axis("off")
+    tx.xaxis.set_visible(False)
+    tx.yaxis.set_visible(False)
     tx.grid(False)
+    for sp in tx.spines.values():
+        sp.set_visible(False)
     lines = []
     for e in EMBEDDINGS:
         lines.append((f"{e.upper()} word vectors — most selected training words (count over {s['seeds']} runs)", "k"))
