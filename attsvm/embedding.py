@@ -7,11 +7,11 @@ position code that keeps the tokens of a sentence distinct.
   in a sentence, $\mathrm{PPMI}_{ab}=\max(0,\log\frac{C_{ab}\,C}{C_aC_b})$ ($C_{ab}$ the symmetric pair counts,
   $C_a=\sum_bC_{ab}$, $C=\sum_aC_a$), factorised as $E=U_k\Lambda_k^{1/2}$ with $\Lambda_k$ the $k$ largest
   eigenvalues of the symmetric PPMI matrix and $U_k$ their eigenvectors (``scipy.linalg.eigh``, LAPACK ``syevr``
-  on the top $k$ only), each eigenvector's
-  sign fixed so that its largest-magnitude entry is positive, computed with one BLAS thread (so the bits do not
-  depend on the thread count; they may on another CPU's or BLAS build's kernels). A closed form: no stochastic training, no threads,
-  no hash seeds (unlike word2vec, whose per-word initialisation in gensim hashes strings with Python's salted
-  ``hash``), and suited to a corpus of a few thousand words.
+  on the top $k$ only), each eigenvector's sign fixed so that its largest-magnitude entry is positive, computed
+  with one BLAS thread (so the bits do not depend on the thread count; they may on another CPU's or BLAS build's
+  kernels). A closed form: no stochastic training, no threads, no hash seeds (unlike word2vec, whose per-word
+  initialisation in gensim hashes strings with Python's salted ``hash``), and suited to a corpus of a few
+  thousand words.
 
 Both are normalised to unit rows ($E_w/\|E_w\|$; a zero row stays zero). Token $t$ of a sentence is
 $x_t=(E_{w_t};\,c\,\pi_t)$ with the position code $\pi_t=(\cos\frac{\pi t}{T},\sin\frac{\pi t}{T})$: injective on
