@@ -330,8 +330,11 @@ def curve_panels(ax: list, groups: dict[str, dict[str, Any]], styles: dict[str, 
                        marker="o", ms=3)  # fmt: skip
         if g in baselines and baselines[g] is not None:
             ax[2].axhline(baselines[g], color="0.45", linestyle=ls, linewidth=0.9, alpha=0.8)
+    from matplotlib.ticker import NullFormatter
+
     for a in ax:
         a.set_xscale("log")
+        a.xaxis.set_minor_formatter(NullFormatter())  # labelled minor ticks of a short log range overlap
         a.set_xlabel("iteration $k$")
     ax[0].set(ylabel=r"$1-\mathrm{corr}$", title="distance to the certified SVM\nof the final selection")
     ax[1].set(ylabel=r"$1-\max_t s_{it}$", title="saturation (top layer,\nmean over training inputs)")

@@ -254,7 +254,8 @@ def plot(res: dict):
             for k, t in enumerate(w)
         ]
         lab = "+" if x["label"] > 0 else "−"
-        lines.append((f"  {lab} " + " ".join(marked), "0.15"))
+        line = f"  {lab} " + " ".join(marked)
+        lines.append((line if len(line) <= 92 else line[:91] + "…", "0.15"))
     for k, (t, col) in enumerate(lines):
         tx.text(0.0, 1.0 - k / max(len(lines), 1), t, transform=tx.transAxes, fontsize=8, family="monospace",
                 color=col, va="top")  # fmt: skip
