@@ -264,7 +264,8 @@ def caption(res: dict) -> str:
             )
         parts.append(
             f" {names[m].capitalize()}: the final selection's SVM is feasible in {x['svm_feasible']}/{x['runs']} "
-            f"runs (certified {x['certified']}), locally optimal in {x['frac_locally_optimal']:.0%}; corr "
+            f"runs (exact certificate, of the SVM or of its infeasibility, in {x['certified']}), locally optimal in "
+            f"{x['frac_locally_optimal']:.0%}; corr "
             f"{_pm(x['final_corr'], 4)}; mean 1 − max s {sat['mean']:.1e} (least saturated image {sat['max']:.1e})"
             f"{extra}; test accuracy {_pm(x['final_test_acc'])} (train {x['final_train_acc']['mean']:.3f}); "
             f"attended test patches: faces {_top(x['test_patches']['face'])}, non-faces "

@@ -320,7 +320,8 @@ def caption(res: dict) -> str:
                     f"mean 1 − max s {x['final_layer1_one_minus_max_s']['mean']:.2g}"
                 )
             txt.append(
-                f" {names[m]}: final selection feasible in {x['svm_feasible']}/{x['runs']} runs (certified "
+                f" {names[m]}: final selection feasible in {x['svm_feasible']}/{x['runs']} runs (exact certificate, of "
+                f"the SVM or of its infeasibility, in "
                 f"{x['certified']}), locally optimal in {x['frac_locally_optimal']:.0%}; corr "
                 f"{_pm(x['final_corr'], 4)}; mean 1 − max s {sat['mean']:.1e} (least saturated input "
                 f"{sat['max']:.1e}){extra}; test accuracy {_pm(x['final_test_acc'])} (train "
