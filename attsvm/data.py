@@ -10,6 +10,8 @@ field      shape            meaning
 ``Z``      (n, d)           queries $z_i$ (cross-attention)
 ``v``      (d,)             linear head
 ``alpha``  (n,) int         optional selection $\alpha\in[T]^n$ (default: $\mathrm{opt}$)
+``mask``   (n, T) bool      optional visibility (cross/self data): token $t$ of input $i$ exists iff
+                            ``mask[i, t]`` (padding of inputs of different lengths); default all visible
 =========  ===============  ==========================================================
 
 Other forms (``kind``):
@@ -119,6 +121,7 @@ class Dataset:
     alpha: np.ndarray | None = None
     kind: str = "cross"
     query_index: int = 0
+    mask: np.ndarray | None = None
     _opt: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -184,6 +187,11 @@ class Dataset:
                 what = "alpha[i,k] <= k" if kind == "causal" else f"[0,{T})"
                 raise InputError(f"field 'alpha' out of range (must lie in {what})")
             alpha = frozen(a)
+        mask = None
+        if self.mask is not None:
+            mask = _check_mask(self.mask, kind, (*lead, n, T), self.query_index)
+            if alpha is not None and not np.all(np.take_along_axis(mask, alpha[..., None], axis=-1)):
+                raise InputError("field 'alpha' selects a token the mask hides")
         set_("X", frozen(X))
         set_("Y", frozen(Y))
         set_("Z", frozen(np.asarray(Z)))
@@ -191,6 +199,7 @@ class Dataset:
         set_("alpha", alpha)
         set_("kind", kind)
         set_("query_index", int(self.query_index))
+        set_("mask", mask)
         gam, scale = self._unit_scores()
         opt, tied = _argmax_unique(gam, self.visible)
         if alpha is None and np.any(tied):
@@ -237,9 +246,9 @@ class Dataset:
     # ------------------------------------------------------------------ derived
     @property
     def visible(self) -> np.ndarray | None:
-        """Causal visibility mask (K, T) (query k sees t <= k), else None."""
+        """Visibility: causal (K, T) (query k sees t <= k); cross/self the ``mask`` (..., n, T) or None."""
         if self.kind != "causal":
-            return None
+            return self.mask
         return np.tril(np.ones((self.T, self.T), dtype=bool))
 
     @property
@@ -286,7 +295,7 @@ class Dataset:
 
     def with_alpha(self, alpha: Any) -> Dataset:
         """A copy with another selection (None: back to opt; ties then raise)."""
-        return Dataset(self.X, self.Y, self._stored_Z(), self.v, alpha, self.kind, self.query_index)
+        return Dataset(self.X, self.Y, self._stored_Z(), self.v, alpha, self.kind, self.query_index, self.mask)
 
     def _stored_Z(self) -> np.ndarray | None:
         return None if self.kind in ("self", "causal") else self.Z
@@ -302,7 +311,14 @@ class Dataset:
             raise TypeError("indexing a single data set; use .X[i] etc.")
         pick = lambda a: None if a is None else a[b]  # noqa: E731
         return Dataset(
-            self.X[b], self.Y[b], pick(self._stored_Z()), self.v[b], pick(self.alpha), self.kind, self.query_index
+            self.X[b],
+            self.Y[b],
+            pick(self._stored_Z()),
+            self.v[b],
+            pick(self.alpha),
+            self.kind,
+            self.query_index,
+            pick(self.mask),
         )
 
     def __iter__(self):
@@ -318,6 +334,8 @@ class Dataset:
         for it in items:
             if it.batched or it.X.shape != f.X.shape or it.kind != f.kind or it.Z.shape != f.Z.shape:
                 raise InputError("data sets to stack must be single and of the same shape and kind")
+            if (it.mask is None) != (f.mask is None):
+                raise InputError("data sets to stack must all have a mask or none")
         alpha = np.stack([it.selection for it in items]) if any(it.alpha is not None for it in items) else None
         Z = None if f.kind in ("self", "causal") else np.stack([it.Z for it in items])
         return Dataset(
@@ -328,6 +346,7 @@ class Dataset:
             alpha,
             f.kind,
             f.query_index,
+            None if f.mask is None else np.stack([it.mask for it in items]),
         )
 
     # ------------------------------------------------------------------ flat view
@@ -339,7 +358,7 @@ class Dataset:
         n, T, d = self.X.shape[-3:]
         if self.kind in ("cross", "self"):
             return FlatView(
-                self.X, self.Y, self.Z, self.v, None, self.selection, np.arange(n), np.zeros(n, dtype=np.int64)
+                self.X, self.Y, self.Z, self.v, self.mask, self.selection, np.arange(n), np.zeros(n, dtype=np.int64)
             )
         K = self.K
         Xf = np.broadcast_to(self.X[..., :, None, :, :], (*lead, n, K, T, d)).reshape(*lead, n * K, T, d)
@@ -363,6 +382,8 @@ class Dataset:
             out["query_index"] = self.query_index
         if self.alpha is not None:
             out["alpha"] = self.alpha
+        if self.mask is not None:
+            out["mask"] = self.mask
         return out
 
     def save(self, path: str | os.PathLike) -> Path:
@@ -409,6 +430,23 @@ class Dataset:
         return html.card("Dataset", title, fields, sections)
 
 
+def _check_mask(mask: Any, kind: str, shape: tuple[int, ...], q: int) -> np.ndarray:
+    """The validated visibility mask (read-only bool array of ``shape``): cross/self data only, every input with a
+    visible token, and for self-attention the query token visible."""
+    if kind not in ("cross", "self"):
+        raise InputError(f"field 'mask' applies to cross/self data, not {kind!r} (its visibility is fixed)")
+    m = np.asarray(mask)
+    if m.dtype != np.bool_:
+        raise InputError(f"field 'mask' must be boolean, got dtype {m.dtype}")
+    if m.shape != shape:
+        raise InputError(f"field 'mask' must have shape {shape}, got {m.shape}")
+    if not np.all(np.any(m, axis=-1)):
+        raise InputError("field 'mask' hides every token of an input")
+    if kind == "self" and not np.all(m[..., q]):
+        raise InputError("field 'mask' hides the query token of an input (self-attention)")
+    return frozen(m)
+
+
 def _argmax_unique(gam: np.ndarray, visible: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
     g = gam if visible is None else np.where(visible, gam, -np.inf)
     opt = np.argmax(g, axis=-1)
@@ -453,7 +491,7 @@ def _warn_near_tie(gam: np.ndarray, visible: np.ndarray | None, scale: np.ndarra
 
 
 # ---------------------------------------------------------------------- io
-_FIELDS = {"X", "Y", "Z", "v", "alpha", "kind", "query_index"}
+_FIELDS = {"X", "Y", "Z", "v", "alpha", "kind", "query_index", "mask"}
 
 
 def shape_selection(alpha: Any, xshape: tuple[int, ...], kind: str, Z: Any = None, flag: str = "--alpha") -> np.ndarray:
@@ -521,7 +559,7 @@ def from_mapping(m: dict[str, Any], source: str = "input", alpha: Any = None) ->
         except ValueError:  # a ragged X: the data set's own validation names it
             xshape = ()
         sel = shape_selection(alpha, xshape, kind, m.get("Z")) if len(xshape) in (3, 4) else alpha
-    return Dataset(m["X"], m["Y"], m.get("Z"), m["v"], sel, kind, qi)
+    return Dataset(m["X"], m["Y"], m.get("Z"), m["v"], sel, kind, qi, m.get("mask"))
 
 
 def _kind_of(m: dict[str, Any]) -> str | None:
@@ -601,4 +639,4 @@ def subset(ds: Dataset | NTPData, idx: Any) -> Dataset | NTPData | ICLData:
         return type(ds)(ds.E[idx], ds.tokens[idx], ds.labels[idx], ds.query_visible)
     pick = lambda a: None if a is None else a[idx]  # noqa: E731
     Z = None if ds.kind in ("self", "causal") else ds.Z[idx]
-    return Dataset(ds.X[idx], ds.Y[idx], Z, ds.v[idx], pick(ds.alpha), ds.kind, ds.query_index)
+    return Dataset(ds.X[idx], ds.Y[idx], Z, ds.v[idx], pick(ds.alpha), ds.kind, ds.query_index, pick(ds.mask))

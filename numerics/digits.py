@@ -107,69 +107,58 @@ def load_pair(pair: str) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(data.images[keep], dtype=np.float64) / 16.0, np.where(data.target[keep] == a, 1.0, -1.0)
 
 
+PATCH = {"patch": (2, 2), "row": (1, 8)}  #: tokenisation -> pixel block (height, width) of one token
+
+
 def tokenise(images: np.ndarray, tokens: str) -> np.ndarray:
-    r"""Tokens $x_{it}=(\text{pixels of token }t;\,e_t)$, shape (n, T, p+T): ``patch`` — the $2\times2$ patches
-    in row-major order of the $4\times4$ patch grid (p = 4, T = 16); ``row`` — the pixel rows (p = 8, T = 8)."""
-    n = images.shape[0]
-    if tokens == "patch":
-        pix = images.reshape(n, 4, 2, 4, 2).transpose(0, 1, 3, 2, 4).reshape(n, 16, 4)
-    else:
-        pix = images.reshape(n, 8, 8)
-    T = pix.shape[1]
-    return np.concatenate([pix, np.broadcast_to(np.eye(T), (n, T, T))], axis=-1)
+    r"""Tokens $x_{it}=(\text{pixels of token }t;\,e_t)$, shape (n, T, p+T) (:func:`attsvm.patches.patch_tokens`):
+    ``patch`` — the $2\times2$ patches in row-major order of the $4\times4$ patch grid (p = 4, T = 16); ``row`` —
+    the pixel rows (p = 8, T = 8)."""
+    from attsvm.patches import patch_tokens
+
+    return patch_tokens(images, PATCH[tokens])
 
 
 def token_box(tokens: str, t: int) -> tuple[float, float, float, float]:
     """The pixel rectangle ``(x0, y0, width, height)`` of token ``t`` in image coordinates (pixel centres at
     integers, as ``imshow`` draws them)."""
-    if tokens == "patch":
-        r, c = divmod(int(t), 4)
-        return 2 * c - 0.5, 2 * r - 0.5, 2.0, 2.0
-    return -0.5, int(t) - 0.5, 8.0, 1.0
+    from attsvm.patches import patch_box
+
+    ph, pw = PATCH[tokens]
+    return patch_box(t, 8 // pw, (ph, pw))
 
 
 def fit_head(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
     r"""The head $v$: L2 logistic regression ($C=1$, no intercept) of the image label on each token,
-    $\min_v\frac12\|v\|^2+\sum_{i,t}\log(1+e^{-Y_iv^\top x_{it}})$ (scikit-learn, lbfgs)."""
-    from sklearn.linear_model import LogisticRegression
+    $\min_v\frac12\|v\|^2+\sum_{i,t}\log(1+e^{-Y_iv^\top x_{it}})$ (:func:`attsvm.realdata.fit_token_head`)."""
+    from attsvm.realdata import fit_token_head
 
-    n, T, d = X.shape
-    lr = LogisticRegression(C=1.0, fit_intercept=False, max_iter=10000, tol=1e-10)
-    lr.fit(X.reshape(n * T, d), np.repeat(Y, T))
-    return np.asarray(lr.coef_[0], dtype=np.float64)
+    return fit_token_head(X, Y)
 
 
 def splits(n: int, frac: float, seeds: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Seeded train/test splits of ``n`` images (seed ``b`` for run ``b``), ``round(frac * n)`` for training."""
-    ntr = int(round(frac * n))
-    out = []
-    for b in range(seeds):
-        perm = np.random.default_rng(b).permutation(n)
-        out.append((np.sort(perm[:ntr]), np.sort(perm[ntr:])))
-    return out
+    """Seeded train/test splits of ``n`` images (seed ``b`` for run ``b``), ``round(frac * n)`` for training
+    (:func:`attsvm.realdata.splits`)."""
+    from attsvm.realdata import splits as seeded_splits
+
+    return seeded_splits(n, frac, seeds)
 
 
 def attention(X: np.ndarray, W: np.ndarray, q: int) -> tuple[np.ndarray, np.ndarray]:
     r"""Log-softmax $\log s_{it}$ of $a_i=X_iWx_{iq}$ and $\log_{10}(1-\max_ts_{it})$, computed without cancellation
-    as $\log\sum_{t\ne\alpha_i}e^{a_{it}}-\log\sum_te^{a_{it}}$ (``X`` (..., n, T, d), ``W`` (..., d, d))."""
-    from scipy.special import logsumexp
-
+    as $\log\sum_{t\ne\alpha_i}e^{a_{it}}-\log\sum_te^{a_{it}}$ (``X`` (..., n, T, d), ``W`` (..., d, d);
+    :func:`attsvm.realdata.log_attention`)."""
     from attsvm.model import logits
+    from attsvm.realdata import log_attention
 
-    a = logits(X, W, X[..., q, :])
-    logs = a - logsumexp(a, axis=-1, keepdims=True)
-    top = np.argmax(a, axis=-1)
-    rest = np.where(np.arange(a.shape[-1]) == top[..., None], -np.inf, a)
-    with np.errstate(divide="ignore"):
-        lo = (logsumexp(rest, axis=-1) - logsumexp(a, axis=-1)) / np.log(10.0)
-    return logs, lo
+    return log_attention(logits(X, W, X[..., q, :]))
 
 
 def accuracy(X: np.ndarray, Y: np.ndarray, v: np.ndarray, W: np.ndarray, q: int) -> np.ndarray:
     r"""Fraction of images with $Y_if(X_i)>0$, $f(X_i)=v^\top X_i^\top\mathbb S(X_iWx_{iq})$ (leading axes kept)."""
-    logs, _ = attention(X, W, q)
-    f = np.einsum("...nt,...ntd,...d->...n", np.exp(logs), X, v)
-    return np.mean(Y * f > 0, axis=-1)
+    from attsvm.realdata import accuracy as attention_accuracy
+
+    return attention_accuracy(attention(X, W, q)[0], X, Y, v)
 
 
 # ---------------------------------------------------------------------------------------------- run

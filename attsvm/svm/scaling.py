@@ -98,7 +98,7 @@ def normalised(ds: Dataset) -> tuple[Dataset, Scale]:
         return ds, Scale()
     X = exact_ldexp(ds.X, ex, "X") if ex else ds.X
     Z = None if derived_Z else (exact_ldexp(ds.Z, ez, "Z") if ez else ds.Z)
-    scaled = Dataset(X, ds.Y, Z, ds.v, np.asarray(ds.selection), ds.kind, ds.query_index)
+    scaled = Dataset(X, ds.Y, Z, ds.v, np.asarray(ds.selection), ds.kind, ds.query_index, ds.mask)
     return scaled, Scale(ex, ez)
 
 
