@@ -187,10 +187,9 @@ def top_layer(ds, fw, alpha: np.ndarray, beta: np.ndarray, frozen: bool, residua
     layer-1 outputs $H^\alpha_{it}=x_{i\alpha_{it}}+\rho x_{it}$ (joint training), the data set's $Y$, $z_i$, $v$
     and padding mask, selection $\beta$ (a single data set)."""
     from . import twolayer as tl
-    from .data import Dataset
 
     H = np.asarray(fw.h) if frozen else tl.hard_outputs(ds, alpha, residual=residual)
-    return Dataset(H, ds.Y, ds.Z, ds.v, np.asarray(beta), "cross", mask=ds.mask)
+    return tl.top_layer_dataset(ds, H, beta)
 
 
 def measure_two_layer(ctx, ds, run, test, frozen: bool, residual: bool, stage: str) -> dict[str, Any]:

@@ -193,11 +193,11 @@ def top_layer_dataset(ds: Dataset, tokens: Any, alpha: Any = None) -> Dataset:
     outputs $h_{it}$ of a frozen $W_1$, or the hard outputs :func:`hard_outputs`) with the data set's $Y$, $z_i$,
     $v$ (kind ``cross``, one query per row), and the selection ``alpha`` (..., N) (e.g. $\beta$) if given. Its
     one-layer model at $W_2$ is exactly layer 2 of the two-layer model (:mod:`attsvm.model`,
-    :mod:`attsvm.svm`). A flat view with a visibility mask (causal data) is refused: a cross data set has none."""
+    :mod:`attsvm.svm`). The flat view's visibility (a padding mask, or causal visibility row by row) becomes the
+    data set's ``mask``: layer 2 attends to the visible positions only."""
     f = _data(ds)
-    if f.mask is not None:
-        raise InputError("the top-layer data set needs data without a visibility mask (kind cross, self or sequence)")
     H = np.asarray(tokens, dtype=np.float64)
     if H.shape != f.X.shape:
         raise InputError(f"tokens must have the shape of the flat tokens {f.X.shape}, got {H.shape}")
-    return Dataset(H, f.Y, f.Z, f.v, None if alpha is None else np.asarray(alpha), "cross")
+    mask = None if f.mask is None else np.array(np.broadcast_to(f.mask, H.shape[:-1]), dtype=bool)
+    return Dataset(H, f.Y, f.Z, f.v, None if alpha is None else np.asarray(alpha), "cross", mask=mask)

@@ -226,6 +226,21 @@ def test_frozen_W1_is_the_one_layer_run_on_the_top_layer_data():
         np.testing.assert_allclose(two.loss, one.loss, rtol=tol("batch_rtol"))
 
 
+def test_top_layer_data_of_masked_rows_is_layer_2():
+    """Causal-kind data (flat rows with a visibility mask): the top-layer data set carries the rows' visibility, so
+    its one-layer outputs at W2 (:func:`attsvm.model.outputs`) equal the two-layer outputs u, and its invisible
+    tokens are masked."""
+    ds = _causal_kind(seed=3)
+    f = ds.flat()
+    W1, W2 = _weights(ds.d, 5)
+    fw = tl.forward(ds, W1, W2, residual=True)
+    top = tl.top_layer_dataset(ds, fw.h)
+    np.testing.assert_array_equal(top.mask, f.mask)
+    s, _, u = model.outputs(top, W2)
+    np.testing.assert_allclose(fw.u, u, rtol=tol("rounding"), atol=tol("rounding") * np.abs(u).max())
+    assert np.all(s[~f.mask] == 0.0)
+
+
 def test_selections_and_hard_outputs():
     """alpha, beta are the argmaxes of the softmaxes; a large multiple of a W1 that selects makes h the hard outputs
     H^alpha (x_{i alpha_it} + rho x_it), checked against a loop."""
@@ -293,7 +308,6 @@ def test_bad_runs_are_refused_in_one_line(kw, message):
         lambda ds: tl.hard_outputs(ds, np.zeros((3, 4))),
         lambda ds: tl.hard_outputs(ds, np.full((3, 4), 4)),
         lambda ds: tl.top_layer_dataset(ds, np.zeros((3, 4, 2))),
-        lambda ds: tl.top_layer_dataset(_causal_kind(), _causal_kind().flat().X),
     ],
 )
 def test_bad_model_input_is_an_input_error(call):
