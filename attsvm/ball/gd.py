@@ -62,7 +62,18 @@ from .linalg import _frob
 from .model import ZERO, _check_loss, _grad, _hessian, smoothness
 from .numbers import arbs, mid_float, to_arb, workprec
 
-__all__ = ["ALGOS", "NSD_NORMS", "RAD_LIMIT", "SCHEDULES", "BallRun", "direction", "replay", "step_size"]
+__all__ = [
+    "ALGOS",
+    "NSD_NORMS",
+    "RAD_LIMIT",
+    "SCHEDULES",
+    "BallRun",
+    "direction",
+    "proved_positive",
+    "replay",
+    "squared_norm",
+    "step_size",
+]
 
 ALGOS = ("gd", "ngd", "nsd")
 NSD_NORMS = ("fro", "linf", "l1")
@@ -81,6 +92,19 @@ class BallRun:
     lr: arb
     taken: int
     rel_rad: float
+
+
+def squared_norm(A: np.ndarray) -> arb:
+    r"""$\|A\|_F^2=\sum_jA_j^2$ of a ball array (squares as products: ``x ** 2`` of a ball containing 0 is nan)."""
+    return sum((x * x for x in np.asarray(A).ravel()), arb(0))
+
+
+def proved_positive(x: arb, what: str, k: int, replay: str) -> arb:
+    """``x`` itself when the ball is certainly positive, else :class:`~attsvm.kit.Undecidable` naming ``what``, the
+    update ``k`` and the ``replay`` (a normaliser of a ball GD replay must be proved non-zero)."""
+    if not x > 0:
+        raise Undecidable(f"ball GD replay ({replay}): {what} not proved positive at update {k}")
+    return x
 
 
 def step_size(eta0: arb, k: int, schedule: str) -> arb:

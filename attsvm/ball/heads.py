@@ -28,6 +28,7 @@ import numpy as np
 from flint import arb
 
 from ..kit import Undecidable
+from .gd import proved_positive, squared_norm
 from .model import logits, loss_derivative, softmax
 from .numbers import arbs, to_arb, workprec
 
@@ -76,16 +77,6 @@ def grad_heads(D: Any, K: Any, Q: Any, loss: str, prec: int) -> tuple[np.ndarray
         return _grads(D, arbs(K), arbs(Q), loss, prec)
 
 
-def _sq(A: np.ndarray) -> arb:
-    return sum((x * x for x in A.ravel()), ZERO)
-
-
-def _positive(x: arb, what: str, k: int) -> arb:
-    if not x > 0:
-        raise Undecidable(f"ball GD replay (heads): {what} not proved positive at update {k}")
-    return x
-
-
 def replay(
     D: Any,
     K0: Any,
@@ -112,13 +103,13 @@ def replay(
         taken = 0
         for k in range(int(steps)):
             gK, gQ = _grads(D, K, Q, loss, prec)
-            sq = {(n, h): _sq(g[h]) for n, g in (("K", gK), ("Q", gQ)) for h in range(K.shape[0])}
+            sq = {(n, h): squared_norm(g[h]) for n, g in (("K", gK), ("Q", gQ)) for h in range(K.shape[0])}
             if all(x == 0 for x in sq.values()):
                 break
             eta = eta0 if schedule == "constant" else eta0 / arb(k + 1).sqrt()
             joint = None
             if algo == "ngd" and normalize == "joint":
-                joint = _positive(sum(sq.values(), ZERO), "the joint gradient norm", k).sqrt()
+                joint = proved_positive(sum(sq.values(), ZERO), "the joint gradient norm", k, "heads").sqrt()
             newK, newQ = K.copy(), Q.copy()
             for (n, h), x in sq.items():
                 g, old, new = (gK, K, newK) if n == "K" else (gQ, Q, newQ)
@@ -127,11 +118,11 @@ def replay(
                 elif x == 0:
                     continue
                 else:
-                    c = eta / (joint if joint is not None else _positive(x, f"|g_{n}{h}|", k).sqrt())
+                    c = eta / (joint if joint is not None else proved_positive(x, f"|g_{n}{h}|", k, "heads").sqrt())
                 new[h] = old[h] - c * g[h]
             K, Q = newK, newQ
             taken = k + 1
-            size = max(float(_sq(K).mid()), float(_sq(Q).mid()), 1e-300) ** 0.5
+            size = max(float(squared_norm(K).mid()), float(squared_norm(Q).mid()), 1e-300) ** 0.5
             rad = max(float(x.rad()) for x in (*K.ravel(), *Q.ravel()))
             if not rad <= RAD_LIMIT * size:
                 raise Undecidable(f"ball GD replay (heads) lost precision at step {k} (radius {rad:.3g})")

@@ -40,6 +40,7 @@ from flint import arb
 
 from ..kit import Undecidable
 from ..twolayer import key_mask
+from .gd import proved_positive, squared_norm
 from .model import log_softmax, loss_derivative, loss_value, softmax
 from .numbers import arbs, to_arb, workprec
 
@@ -244,16 +245,6 @@ class BallTwoLayerRun:
     lr: Any
 
 
-def _sq(A: np.ndarray) -> arb:
-    return sum((x * x for x in A.ravel()), ZERO)
-
-
-def _positive(x: arb, what: str, k: int) -> arb:
-    if not x > 0:
-        raise Undecidable(f"ball GD replay (twolayer): {what} not proved positive at update {k}")
-    return x
-
-
 def replay(
     D: Any,
     W1_0: Any,
@@ -292,13 +283,13 @@ def replay(
         taken = 0
         for k in range(int(steps)):
             G = gradients(D, Ws[0], Ws[1], loss, residual, causal, prec)
-            sq = {n: _sq(G[n]) for n in moving}
+            sq = {n: squared_norm(G[n]) for n in moving}
             if all(x == 0 for x in sq.values()):
                 break
             eta = eta0 if schedule == "constant" else eta0 / arb(k + 1).sqrt()
             joint = None
             if algo == "ngd" and normalize == "joint":
-                joint = _positive(sum(sq.values(), ZERO), "the joint gradient norm", k).sqrt()
+                joint = proved_positive(sum(sq.values(), ZERO), "the joint gradient norm", k, "twolayer").sqrt()
             new = [W.copy() for W in Ws]
             for n in moving:
                 if algo == "gd":
@@ -306,11 +297,12 @@ def replay(
                 elif sq[n] == 0:
                     continue
                 else:
-                    c = eta / (joint if joint is not None else _positive(sq[n], f"|G_{n + 1}|", k).sqrt())
+                    norm = joint if joint is not None else proved_positive(sq[n], f"|G_{n + 1}|", k, "twolayer").sqrt()
+                    c = eta / norm
                 new[n] = Ws[n] - c * G[n]
             Ws = new
             taken = k + 1
-            size = max(float(_sq(Ws[0]).mid()), float(_sq(Ws[1]).mid()), 1e-300) ** 0.5
+            size = max(float(squared_norm(Ws[0]).mid()), float(squared_norm(Ws[1]).mid()), 1e-300) ** 0.5
             rad = max(float(x.rad()) for W in Ws for x in W.ravel())
             if not rad <= RAD_LIMIT * size:
                 raise Undecidable(f"ball GD replay (twolayer) lost precision at step {k} (radius {rad:.3g})")
