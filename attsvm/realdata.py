@@ -68,7 +68,7 @@ def accuracy(logs: np.ndarray, X: np.ndarray, Y: np.ndarray, v: np.ndarray) -> n
 
 
 # ---------------------------------------------------------------------------------------------- measurements
-def _nanmean_rows(a: np.ndarray) -> np.ndarray:
+def nanmean_rows(a: np.ndarray) -> np.ndarray:
     """Mean of each row over its finite entries (NaN for a row with none)."""
     a = np.asarray(a, dtype=float)
     cnt = np.sum(np.isfinite(a), axis=1)
@@ -175,8 +175,8 @@ def measure_one_layer(ctx, ds, run, test, stage: str) -> dict[str, Any]:
             "saturation": band_stats(np.mean(10.0**lo_tr, axis=-1), log=True),
             "train_acc": band_stats(acc_tr),
             "test_acc": band_stats(acc_te),
-            "frac_locally_optimal": _nanmean_rows(loc),
-            "frac_feasible": _nanmean_rows(feas),
+            "frac_locally_optimal": nanmean_rows(loc),
+            "frac_feasible": nanmean_rows(feas),
             "solver_errors": np.sum(np.isnan(loc), axis=1),
         },
     }
@@ -265,8 +265,8 @@ def measure_two_layer(ctx, ds, run, test, frozen: bool, residual: bool, stage: s
             "norm_W2": band_stats(n2, log=True),
             "train_acc": band_stats(np.stack(acc_tr)),
             "test_acc": band_stats(np.stack(acc_te)),
-            "frac_locally_optimal": _nanmean_rows(loc),
-            "frac_feasible": _nanmean_rows(feas),
+            "frac_locally_optimal": nanmean_rows(loc),
+            "frac_feasible": nanmean_rows(feas),
             "solver_errors": np.zeros(R, dtype=int),
         },
     }

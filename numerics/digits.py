@@ -169,6 +169,7 @@ def run(ctx) -> dict:
     from attsvm.data import Dataset
     from attsvm.experiments import call_each, corr_trajectory, gd_runs, stack, summary
     from attsvm.figures import band_stats
+    from attsvm.realdata import nanmean_rows
     from attsvm.tolerances import tol
 
     s, o = ctx.size, ctx.options
@@ -307,8 +308,8 @@ def run(ctx) -> dict:
                 "saturation_worst": band_stats(np.max(sat, axis=-1), log=True),
                 "train_acc": band_stats(acc_tr),
                 "test_acc": band_stats(acc_te),
-                "frac_locally_optimal": _nanmean_rows(loc_grid[p]),
-                "frac_feasible": _nanmean_rows(feas_grid[p]),
+                "frac_locally_optimal": nanmean_rows(loc_grid[p]),
+                "frac_feasible": nanmean_rows(feas_grid[p]),
                 "solver_errors": np.sum(np.isnan(loc_grid[p]), axis=1),
             },
         }
@@ -346,13 +347,6 @@ def run(ctx) -> dict:
         }
     out["shown"] = shown
     return out
-
-
-def _nanmean_rows(a: np.ndarray) -> np.ndarray:
-    """Mean of each row over its finite entries (NaN for a row with none)."""
-    a = np.asarray(a, dtype=float)
-    cnt = np.sum(np.isfinite(a), axis=1)
-    return np.where(cnt > 0, np.nansum(a, axis=1) / np.maximum(cnt, 1), np.nan)
 
 
 # ---------------------------------------------------------------------------------------------- figure

@@ -117,7 +117,6 @@ def hier_raw_tokens_control(case):
     import numpy as np
 
     from attsvm import twolayer
-    from attsvm.data import Dataset
     from attsvm.svm import wmm
 
     h = case.hypotheses
@@ -128,7 +127,7 @@ def hier_raw_tokens_control(case):
         fw = twolayer.forward(D, r.W1[b], r.W2[b], residual=True)
         beta = twolayer.selections(fw)[1]
         S_h = wmm(twolayer.top_layer_dataset(D, fw.h, beta))
-        S_x = wmm(Dataset(D.X, D.Y, D.Z, D.v, alpha=beta))
+        S_x = wmm(twolayer.top_layer_dataset(D, D.X, beta))
         if S_h is None or S_x is None:
             margins.append(float("nan"))  # one of the two Att-SVM(beta) is infeasible: nothing to compare
             continue
@@ -159,7 +158,6 @@ def _confirm_control(case, outcome):
     from attsvm import svm, twolayer
     from attsvm.ball.linalg import corr
     from attsvm.ball.numbers import arbs
-    from attsvm.data import Dataset
 
     h = case.hypotheses
     D, b = case.data, case.index
@@ -167,7 +165,7 @@ def _confirm_control(case, outcome):
     beta = twolayer.selections(fw)[1]
     certs = [
         svm.certify_fro(twolayer.top_layer_dataset(D, fw.h, beta)),
-        svm.certify_fro(Dataset(D.X, D.Y, D.Z, D.v, alpha=beta)),
+        svm.certify_fro(twolayer.top_layer_dataset(D, D.X, beta)),
     ]
     if not all(c.get("verified") for c in certs):
         return Outcome(ok=True, inconclusive="a Frobenius certificate is not verified")
