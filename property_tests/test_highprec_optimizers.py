@@ -86,6 +86,43 @@ def test_scale_free_far_past_float64_underflow():
         _agree(ds, W0, algo, kw, steps=40)
 
 
+#: nmd across the underflow: the start ``c`` times the ngd iterate after 1250 steps, where the float64 gradient is
+#: ~1e-303; 300 updates of primal size ~1/2 then carry it through the subnormal range (to 0 or ~1e-321)
+UNDERFLOW_START = {"W": 3.6, "p": 4.05}
+
+
+@pytest.mark.parametrize("param", ["W", "p"])
+@pytest.mark.parametrize("q", [1.5, 3.0, 4.0])
+def test_nmd_is_exact_while_the_gradient_passes_through_the_subnormal_range(param, q):
+    r"""``nmd`` normalises the log-domain gradient $\hat g$ ($\max|\hat g|\in[\tfrac12,1)$), never the float64
+    gradient, so while the latter goes from normal numbers through the subnormal range (few or no bits left) to 0
+    the run neither stops nor loses a digit: every iterate and every step $\theta_{k+1}-\theta_k$ agrees with the
+    60-digit replay (replay_rtol), the steps where the float64 gradient is subnormal included."""
+    ds = generate.paper_law(3, 4, 4, seed=1)
+    base = gd.run(ds, algo="ngd", lr=0.4, steps=1250, param=param)
+    th0 = UNDERFLOW_START[param] * (base.W[0] if param == "W" else base.p[0])
+    lr = 0.5 * (q - 1) * np.abs(th0).max() ** (q - 2)  # dual step eta: primal steps of about 1/2
+    steps = 300
+    res = gd.run(ds, param=param, algo="nmd", q=q, lr=lr, steps=steps, init=th0, record_every=1, record_params=True)
+    rep = hp.replay(ds, th0, param=param, algo="nmd", q=q, lr=lr, steps=steps, record_every=1, dps=60)
+    assert res.stop_reason == ["steps"] and rep.taken == steps
+    grad = hp.grad_W if param == "W" else hp.grad_p
+    big = [float(np.abs(hp.to_numpy(grad(ds, th[param]))).max()) for th in rep.recorded]  # float64 max|grad|
+    tiny = float(np.finfo(np.float64).tiny)
+    subnormal = [k for k, g in enumerate(big) if 0 < g < tiny]
+    assert big[0] >= tiny and len(subnormal) >= 50 and big[-1] < tiny  # normal, then subnormal (to 0)
+    eng = np.asarray(res.trajectory[param])[:, 0]
+    ref = np.array([hp.to_numpy(th[param]) for th in rep.recorded])
+    dev = np.linalg.norm((eng - ref).reshape(steps + 1, -1), axis=1) / np.linalg.norm(
+        ref.reshape(steps + 1, -1), axis=1
+    )
+    ds_e, ds_r = np.diff(eng, axis=0), np.diff(ref, axis=0)
+    sdev = np.linalg.norm((ds_e - ds_r).reshape(steps, -1), axis=1) / np.linalg.norm(ds_r.reshape(steps, -1), axis=1)
+    assert dev.max() <= tol("replay_rtol"), (int(dev.argmax()), dev.max())
+    assert sdev.max() <= tol("replay_rtol"), (int(sdev.argmax()), sdev.max())
+    assert sdev[subnormal[:-1]].max() <= tol("replay_rtol")  # (spelled out: the subnormal steps are among them)
+
+
 def _flipped(ref: np.ndarray, k0: int, delta: np.ndarray) -> np.ndarray:
     out = ref.copy()
     out[k0 + 1 :] += delta

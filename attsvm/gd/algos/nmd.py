@@ -1,6 +1,10 @@
 r"""``nmd``: normalised $\ell_q$ mirror descent, $D_{k+1}=D_k-\eta_k\,g_k/\|g_k\|_{q^*}$, $q^*=q/(q-1)$ (the
 log-domain direction), $W=\mathrm{sign}(D)|D|^{1/(q-1)}$ (``W`` and ``p``).
 
+The direction is taken from the log-domain gradient $\hat g$ ($g=e^{L}\hat g$, $\max|\hat g|\in[\tfrac12,1)$,
+:func:`~attsvm.gd.steps.log_scaled`): the norm and the division never see the float64 gradient, so each step is
+exact while that gradient is subnormal or 0 (tested against the 60-digit replay across the underflow).
+
 The dual moves by $\eta_k$ in $\ell_{q^*}$ per step (step bound 1, mapped to the primal by the range check:
 $\|\theta_k\|_q=\|D_k\|_{q^*}^{1/(q-1)}$).
 """
