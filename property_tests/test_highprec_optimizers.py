@@ -20,6 +20,7 @@ import pytest
 
 from attsvm import gd, generate
 from attsvm import highprec as hp
+from attsvm.data import Dataset
 from attsvm.kit import Kit
 from attsvm.tolerances import tol
 
@@ -121,6 +122,31 @@ def test_nmd_is_exact_while_the_gradient_passes_through_the_subnormal_range(para
     assert dev.max() <= tol("replay_rtol"), (int(dev.argmax()), dev.max())
     assert sdev.max() <= tol("replay_rtol"), (int(sdev.argmax()), sdev.max())
     assert sdev[subnormal[:-1]].max() <= tol("replay_rtol")  # (spelled out: the subnormal steps are among them)
+
+
+def test_nmd_with_large_steps_parts_from_the_replay_by_sensitivity_not_by_a_lost_digit():
+    r"""With steps of about 4 (the iterate oscillating) the float64 and 60-digit ``nmd`` *trajectories* part
+    geometrically — as two 60-digit runs from starts one ulp apart do (>1e-8 after 60 steps) — while every single
+    step, from the replay's own float64 iterate, is the 60-digit step (replay_rtol relative to the step), the steps
+    where the float64 gradient is subnormal included: the deviation measures the iteration, not the step."""
+    ds = generate.paper_law(3, 4, 4, seed=1)
+    W0 = 3.5 * gd.run(ds, algo="ngd", lr=0.4, steps=1250).W[0]
+    q, steps = 3.0, 60
+    lr = 4 * (q - 1) * np.abs(W0).max() ** (q - 2)
+    rep = hp.replay(ds, W0, algo="nmd", q=q, lr=lr, steps=steps, record_every=1, dps=60)
+    Wk = np.array([hp.to_numpy(th["W"]) for th in rep.recorded[:-1]])
+    big = [float(np.abs(hp.to_numpy(hp.grad_W(ds, th["W"]))).max()) for th in rep.recorded[:-1]]
+    tiny = float(np.finfo(np.float64).tiny)
+    assert big[0] >= tiny and sum(0 < g < tiny for g in big) >= 20
+    one = gd.run(Dataset.stack([ds] * steps), algo="nmd", q=q, lr=lr, steps=1, init=Wk).W  # one step from each
+    ref = np.array([hp.to_numpy(hp.replay(ds, W, algo="nmd", q=q, lr=lr, steps=1, dps=60).final["W"]) for W in Wk])
+    flat = lambda a: a.reshape(len(a), -1)  # noqa: E731
+    err = np.linalg.norm(flat(one - ref), axis=1) / np.linalg.norm(flat(ref - Wk), axis=1)
+    assert err.max() <= tol("replay_rtol"), (int(err.argmax()), err.max())
+    W1 = W0.copy()
+    W1[0, 0] = np.nextafter(W1[0, 0], np.inf)
+    apart = hp.replay(ds, W1, algo="nmd", q=q, lr=lr, steps=steps, dps=60).array()
+    assert np.linalg.norm(apart - rep.array()) >= 1e-8 * np.linalg.norm(rep.array())
 
 
 def _flipped(ref: np.ndarray, k0: int, delta: np.ndarray) -> np.ndarray:
