@@ -10,13 +10,24 @@ the nuclear norm (``objective`` $\|W\|_\star$). The data are the rows $d_c$ of `
 
 **Frobenius** ($\min\frac12\|W\|_F^2$). KKT: $W=\sum_{\mathrm{EQ}}\nu_cA_c+\sum_{\mathrm{IN}}\lambda_cA_c$,
 $\lambda\ge0$, $\nu$ free, every EQ margin $0$, every IN margin $\ge1$ and $=1$ where $\lambda_c>0$; then
-$\|W\|_F^2=\mathbf 1^\top\lambda$ and $W$ is the unique optimum. Certificate (kind ``"exact-kkt"``,
-:func:`certify_kkt`): the float active set $S$ (IN rows with $\lambda_c>0$) and all EQ rows, reduced to the pivot
-columns of the exact row echelon form of their integer Gram matrix $G=(DD^\top)\circ(ZZ^\top)$ (EQ rows first:
-equalities inside a strongly connected component are linearly dependent, and $G$ singular), $G_{BB}x=b$ ($b=0$ on
-EQ, $1$ on $S$) solved in exact rationals, repaired like :mod:`.certificate` (negative $\lambda$ dropped, violated
-constraints added), and the result checked by :func:`verify_kkt` in exact arithmetic: ``verified`` only when every
-check passed.
+$\|W\|_F^2=\mathbf 1^\top\lambda$ and $W$ is the unique optimum. Solved by the working-set dual of
+:mod:`.eqdual` ($\max_{\nu,\lambda\ge0}\mathbf 1^\top\lambda-\frac12x^\top Gx$, $G=(DD^\top)\circ(ZZ^\top)$;
+cvxpy + Clarabel only when it is undecided). Two certificates of the same KKT conditions, both re-derived from the
+exact integer features:
+
+* kind ``"exact-kkt"`` (:func:`certify_kkt`; at most ``EXACT_KKT_MAX`` rows in the system, or when the enclosure is
+  undecided): the float passive set, else the float active set $S$ and all EQ rows reduced to the pivot columns of
+  the exact row echelon form of their integer Gram matrix (EQ rows first: equalities inside a strongly connected
+  component are linearly dependent, and $G$ singular); $G_{BB}x=b$ ($b=0$ on EQ, $1$ on $S$) solved in exact
+  rationals (FLINT), repaired like :mod:`.certificate` (negative $\lambda$ dropped, violated constraints added),
+  and the result checked by :func:`verify_kkt`'s own computation: ``verified`` only when every check passed. The
+  returned $W$ is the exact optimum rounded, ``objective`` its exact $\|W\|_F^2$ rounded (``value_str`` exact).
+* kind ``"rigorous-enclosure"`` (:func:`certify_enclosure`, larger systems, whose exact solutions have very many
+  digits): the same system solved in floats, with a proved radius $\delta$ around the float multipliers that
+  contains the exact ones (Krawczyk, in integers); the active set, the signs and every margin are proved through
+  it, the degenerate margins (exactly 1 without being in the system) through exact linear dependences. The
+  returned $W$ is the enclosure's centre rounded; ``lower`` $\le$ OPT $\le$ ``upper`` and ``objective`` their
+  midpoint.
 
 **Nuclear**. Dual $\max\mathbf 1^\top\lambda$ s.t. $\|M\|_2\le1$, $M=\sum_{\mathrm{EQ}}\nu_cA_c+
 \sum_{\mathrm{IN}}\lambda_cA_c$, $\lambda\ge0$, $\nu$ free; weak duality: for feasible $W$,
@@ -27,7 +38,9 @@ Upper: the float solution projected exactly (rationals) onto $\{W:\langle W,A_c\
 divided by its exact smallest IN margin $\mu>0$, and $\|\cdot\|_\star$ bounded above rationally
 (:func:`attsvm.svm.specnorm.nuclear_upper_bound`). Lower: the float dual point scaled by $1/((1+\epsilon)\|M\|_2)$,
 $\|M\|_2\le1$ proved exactly (:func:`attsvm.svm.spectral.prove_spectral_le_one`), $\mathbf 1^\top\lambda$ summed
-exactly.
+exactly. The returned $W$ is the point the upper bound is about (the projected, scaled solution, exact, then
+rounded: its equalities hold to rounding), and ``objective`` that upper bound rounded down (never below
+``lower``), so lower $\le$ ``objective`` $\le$ upper.
 
 **Infeasible** (either norm; feasibility does not depend on it). Motzkin's alternative: the program is infeasible
 iff there are $\mu\ge0$ on IN with $\mathbf 1^\top\mu=1$ and $\nu$ free on EQ with
@@ -42,8 +55,8 @@ Exactness: float64 data are dyadic rationals, $D=D^{\mathbb Z}2^{e_D}$, $Z=Z^{\m
 product is an integer matrix product (python-flint). Features that are not float64 numbers (differences of
 embeddings, $e_y-e_j$, whose float subtraction rounds) are passed exactly with ``exact=``
 (:func:`exact_program_from_integers`): the certificates are then for them, the float solver sees their roundings.
-The float solver (cvxpy + Clarabel) gets only a basis of the equalities (:func:`independent_equalities`, exact);
-the others are implied. Data far from order one are first rescaled exactly by powers of two (:mod:`.scaling`):
+The cvxpy + Clarabel solver gets only a basis of the equalities (:func:`independent_equalities`, exact); the
+others are implied. Data far from order one are first rescaled exactly by powers of two (:mod:`.scaling`):
 $W=2^{-k}W'$, $k=e_D'+e_Z'$.
 
 Result layout (:class:`~attsvm.svm.solution.SVMSolution`, ``program`` as given): the $(n,T)$ grid fields do not
@@ -533,7 +546,8 @@ def certify_enclosure(prog: ExactProgram, lam_f: np.ndarray, marg_f: np.ndarray,
             return fail("degenerate: a multiplier is 0 within the enclosure")
         # margins of W~ = sum_B x~_c A_c: mg / ge; |margin_j(W*) - margin_j(W~)| <= delta a_j sum_B a_c,
         # a_c = an integer upper bound of ||A^Z_c||_F
-        mg = prog.margin_numerators(combine_exact(prog.Dint[B], prog.Zint[B], np.array(xi, dtype=object)))
+        WZ = combine_exact(prog.Dint[B], prog.Zint[B], np.array(xi, dtype=object))  # W~ = WZ 2^-e / ge
+        mg = prog.margin_numerators(WZ)
         na = sum(anorm[int(c)] for c in B)
         inB = np.zeros(m, dtype=bool)
         inB[B] = True
@@ -578,8 +592,7 @@ def certify_enclosure(prog: ExactProgram, lam_f: np.ndarray, marg_f: np.ndarray,
         mins += [] if exact_min is None else [exact_min]
         out["min_other_margin"] = str(min(mins)) if mins else None
         out["rho"] = float(Fraction(rho_num, de))
-        xfl = np.array([float(x) for x in xr])
-        out["W_float"] = prog.D[B].T @ (xfl[:, None] * prog.Z[B])
+        out["W_float"] = _rounded_matrix(WZ, pow2(-prog.e) / ge)
         out["seconds"] = time.perf_counter() - t0
         return out
     return fail("repair budget exhausted")
