@@ -125,6 +125,9 @@ EXACT_KKT_MAX = 20
 #: an inequality of the enclosure whose centre margin is below 1 by more than this is violated (added to the
 #: active set); closer to 1 it is degenerate and proved through an exact linear dependence
 _DEGENERATE = 1e-9
+#: exact refinements of the enclosure's centre ($\tilde x\leftarrow\tilde x+R(b-G\tilde x)$, each shrinking the
+#: radius by about $\rho$) before a margin or multiplier that stays within the radius of its bound is given up
+_REFINE = 3
 #: float multipliers below this fraction of the largest are treated as 0 when seeding the active set
 _ACTIVE_REL = 1e-8
 
@@ -534,48 +537,65 @@ def certify_enclosure(prog: ExactProgram, lam_f: np.ndarray, marg_f: np.ndarray,
         ge, de = 1 << (px + s), 1 << (pr + s)
         G = fmpz_mat(k, k, GBl)
         Rm = fmpz_mat(k, k, ri)
-        rn = [bb * ge - int(v) for bb, v in zip([0] * ne + [1] * (k - ne), (G * fmpz_mat(k, 1, xi)).entries())]
         RG = (Rm * G).entries()
         rho_num = max(sum(abs((de if i == j else 0) - int(RG[i * k + j])) for j in range(k)) for i in range(k))
         if rho_num >= de:
             return fail("enclosure failed (||I - RG|| >= 1)")
-        # delta = dn / dd = ||R r||_inf / (1 - rho)
-        dn = max(abs(int(v)) for v in (Rm * fmpz_mat(k, 1, rn)).entries())
-        dd = ge * (de - rho_num)
-        if any(xi[i] * dd <= dn * ge for i in range(ne, k)):  # x*_c > 0 not proved
-            return fail("degenerate: a multiplier is 0 within the enclosure")
-        # margins of W~ = sum_B x~_c A_c: mg / ge; |margin_j(W*) - margin_j(W~)| <= delta a_j sum_B a_c,
-        # a_c = an integer upper bound of ||A^Z_c||_F
-        WZ = combine_exact(prog.Dint[B], prog.Zint[B], np.array(xi, dtype=object))  # W~ = WZ 2^-e / ge
-        mg = prog.margin_numerators(WZ)
-        na = sum(anorm[int(c)] for c in B)
+        bvec = [0] * ne + [1] * (k - ne)
+        na = sum(anorm[int(c)] for c in B)  # margins move by at most delta a_j na (below)
         inB = np.zeros(m, dtype=bool)
         inB[B] = True
-        low_ok = np.ones(m, dtype=bool)
-        centre = np.full(m, np.inf)
-        low_min = None
-        for j in range(m_eq, m):
-            if inB[j]:
-                continue
-            num = mg[j] * dd - anorm[j] * na * dn * ge  # lower margin bound = num / (ge dd)
-            low_ok[j] = num >= ge * dd
-            centre[j] = mg[j] / ge
-            if low_ok[j]:
-                low_min = num if low_min is None else min(low_min, num)
-        bad = np.flatnonzero(~low_ok)
-        viol = bad[centre[bad] < 1.0 - _DEGENERATE]
-        if viol.size:
-            add = viol[np.argsort(centre[viol], kind="stable")][: max(10, S.size // 10)] - m_eq
+        others = [j for j in range(m_eq, m) if not inB[j]]
+        spanned: dict[int, Fraction] = {}  # margins proved exactly through a linear dependence on B
+        tried: set[int] = set()
+        add: list[int] = []
+        for refine in range(_REFINE + 1):
+            rn = [bb * ge - int(v) for bb, v in zip(bvec, (G * fmpz_mat(k, 1, xi)).entries())]  # r = rn / ge
+            corr = [int(v) for v in (Rm * fmpz_mat(k, 1, rn)).entries()]  # R r = corr / (de ge)
+            dn = max(abs(v) for v in corr)
+            dd = ge * (de - rho_num)  # delta = ||R r||_inf / (1 - rho) = dn / dd
+            pos_ok = all(xi[i] * dd > dn * ge for i in range(ne, k))  # x*_c > 0 on S
+            # margins of W~ = sum_B x~_c A_c: mg / ge; |margin_j(W*) - margin_j(W~)| <= delta a_j na
+            WZ = combine_exact(prog.Dint[B], prog.Zint[B], np.array(xi, dtype=object))  # W~ = WZ 2^-e / ge
+            mg = prog.margin_numerators(WZ)
+            one, low_min, unresolved = ge * dd, None, []
+            for j in others:
+                if j in spanned:
+                    continue
+                slack = anorm[j] * na * dn * ge
+                if mg[j] * dd - slack >= one:  # lower bound (mg dd - slack) / (ge dd) >= 1
+                    low_min = mg[j] * dd - slack if low_min is None else min(low_min, mg[j] * dd - slack)
+                elif mg[j] < (1.0 - _DEGENERATE) * ge:  # violated: the active set grows
+                    add.append(j)
+                elif mg[j] * dd + slack < one:  # violated by a rounding-sized amount: near-degenerate
+                    return fail("near-degenerate: a margin is below 1 by less than the degeneracy threshold")
+                else:
+                    unresolved.append(j)
+            if add:
+                break
+            new = [j for j in unresolved if j not in tried]
+            if new:  # margin 1 within the enclosure: exact when the feature is a combination of B's features
+                tried.update(new)
+                GjB = (prog.D[new] @ prog.D[B].T) * (prog.Z[new] @ prog.Z[B].T)  # float G_jB = G^Z_jB 2^(2e)
+                for j, v in zip(new, _span_margins(prog, B, b, np.array(new), np.ldexp(GjB, -2 * prog.e - s) @ Rf.T)):
+                    if v is not None and v >= 1:
+                        spanned[j] = v
+                    elif v is not None:
+                        add.append(j)
+                if add:
+                    break
+                unresolved = [j for j in unresolved if j not in spanned]
+            if pos_ok and not unresolved:
+                break
+            if refine == _REFINE:
+                return fail("degenerate: a multiplier or a margin is not separated from its bound")
+            xi, ge = [x * de + c for x, c in zip(xi, corr)], ge * de  # x~ + R r, exactly: the radius shrinks by rho
+        if add:
+            add = np.array(sorted(add, key=lambda j: mg[j] / ge))[: max(10, S.size // 10)] - m_eq
             S = np.concatenate([S, add])
             repairs += 1
             continue
-        exact_min = None
-        if bad.size:  # margin 1 within the enclosure: proved exactly when the feature is a combination of B's
-            GjB = (prog.D[bad] @ prog.D[B].T) * (prog.Z[bad] @ prog.Z[B].T)  # float G_jB = G^Z_jB 2^(2e)
-            dep = _span_margins(prog, B, b, bad, np.ldexp(GjB, -2 * prog.e - s) @ Rf.T)
-            if dep is None or any(v < 1 for v in dep):
-                return fail("degenerate: a margin equals 1 within the enclosure and is not proved")
-            exact_min = min(dep)
+        exact_min = min(spanned.values()) if spanned else None
         s2 = pow2(-2 * prog.e)
         tot = sum(xi[ne:])
         lower = (Fraction(tot, ge) - (k - ne) * Fraction(dn, dd)) * s2
@@ -599,24 +619,24 @@ def certify_enclosure(prog: ExactProgram, lam_f: np.ndarray, marg_f: np.ndarray,
 
 
 def _span_margins(prog: ExactProgram, B: np.ndarray, b: np.ndarray, rows: np.ndarray, alpha: np.ndarray
-                  ) -> list[Fraction] | None:  # fmt: skip
+                  ) -> list[Fraction | None]:  # fmt: skip
     r"""Exact margins of the ``rows`` whose features are combinations of the features of ``B``:
     $A_j=\sum_{c\in B}\alpha_cA_c$ with rational $\alpha$ (``alpha`` (len(rows), |B|) the float coefficients
     $G_{BB}^{-1}G_{Bj}$, rounded to denominators $\le2^{10}$, then checked exactly in integers), so that at the
-    exact solution of $G_{BB}x=b$ the margin is exactly $\alpha^\top b$. None when some row has no such
+    exact solution of $G_{BB}x=b$ the margin is exactly $\alpha^\top b$; None for a row without such a
     combination."""
-    out = []
+    out: list[Fraction | None] = []
     for j, a in zip(rows, alpha):
         al = [Fraction(float(v)).limit_denominator(1 << 10) if abs(v) > 1e-9 else Fraction(0) for v in a]
         sup = [i for i, v in enumerate(al) if v != 0]
         if not sup:
-            return None
+            out.append(None)
+            continue
         num, _ = _common([al[i] for i in sup] + [Fraction(-1)])
         cols = np.concatenate([B[sup], [j]])
         N = combine_exact(prog.Dint[cols], prog.Zint[cols], np.array(num, dtype=object))
-        if any(int(v) != 0 for v in N.entries()):
-            return None
-        out.append(sum((al[i] * Fraction(b[i]) for i in sup), Fraction(0)))
+        exact = all(int(v) == 0 for v in N.entries())
+        out.append(sum((al[i] * Fraction(b[i]) for i in sup), Fraction(0)) if exact else None)
     return out
 
 
