@@ -595,7 +595,15 @@ def certify_enclosure(prog: ExactProgram, lam_f: np.ndarray, marg_f: np.ndarray,
             S = np.concatenate([S, add])
             repairs += 1
             continue
-        exact_min = min(spanned.values()) if spanned else None
+        mins = [] if low_min is None else [Fraction((low_min << 60) // (ge * dd), 1 << 60)]  # a short lower bound
+        mins += [min(spanned.values())] if spanned else []
+        # the proof is done; the reported centre is refined once more (its radius shrinks by rho, and the
+        # returned W, the rounded centre, then meets the equalities to rounding)
+        xi, ge = [x * de + c for x, c in zip(xi, corr)], ge * de
+        rn = [bb * ge - int(v) for bb, v in zip(bvec, (G * fmpz_mat(k, 1, xi)).entries())]
+        dn = max(abs(int(v)) for v in (Rm * fmpz_mat(k, 1, rn)).entries())
+        dd = ge * (de - rho_num)
+        WZ = combine_exact(prog.Dint[B], prog.Zint[B], np.array(xi, dtype=object))
         s2 = pow2(-2 * prog.e)
         tot = sum(xi[ne:])
         lower = (Fraction(tot, ge) - (k - ne) * Fraction(dn, dd)) * s2
@@ -608,8 +616,6 @@ def certify_enclosure(prog: ExactProgram, lam_f: np.ndarray, marg_f: np.ndarray,
         out["radius"] = round_up(Fraction(dn, dd) * s2)
         out["lower"], out["upper"] = round_down(lower), round_up(upper)
         out["value"] = float((lower + upper) / 2)
-        mins = [] if low_min is None else [Fraction((low_min << 60) // (ge * dd), 1 << 60)]  # a short lower bound
-        mins += [] if exact_min is None else [exact_min]
         out["min_other_margin"] = str(min(mins)) if mins else None
         out["rho"] = float(Fraction(rho_num, de))
         out["W_float"] = _rounded_matrix(WZ, pow2(-prog.e) / ge)
