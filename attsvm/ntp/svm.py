@@ -7,8 +7,9 @@ arXiv 2403.08081; THEORY §7).
 over every sample (query $q$, label $y$) and other visible token $j$ of it, with the constraints of
 :func:`attsvm.ntp.graph.graph_constraints` (deduplicated triples $(q,y,j)$) and the norm Frobenius (``objective``
 $\|W\|_F^2$) or nuclear ($\|W\|_\star$). The program is the generic equality SVM on the rank-one features
-$A=(e_y-e_j)e_q^\top$ (:func:`attsvm.svm.eqsvm.solve_eqsvm`: exact KKT certificate, proved nuclear bracket, exact
-Farkas certificate when infeasible).
+$A=(e_y-e_j)e_q^\top$ (:func:`attsvm.svm.eqsvm.solve_eqsvm`: Frobenius by a working-set dual with free equality
+multipliers, :mod:`attsvm.svm.eqdual`, certified by exact KKT or a rigorous enclosure; proved nuclear bracket;
+exact Farkas certificate when infeasible).
 
 The certificates are for the exact features: the embeddings are binary floats, $E=E^{\mathbb Z}2^{e}$
 (:func:`attsvm.svm.exact.to_integers`), so $e_y-e_j=(E^{\mathbb Z}_y-E^{\mathbb Z}_j)2^{e}$ exactly
@@ -54,8 +55,9 @@ def solve_graph_svm(data: NTPData, norm: str = "fro", certify: bool = True) -> S
 
     Returns an :class:`~attsvm.svm.solution.SVMSolution`: status ``"optimal"`` (``W``, ``objective``, per-constraint
     ``margins`` / ``multipliers`` (m_in,), EQ margins and multipliers in ``extra``, certificate ``"exact-kkt"``
-    (fro) or ``"duality-gap"`` (nuc) when ``certify``) or ``"infeasible"`` (exact Farkas pair). Bad input
-    (not next-token data, a batch, an unknown norm) raises :class:`~attsvm.errors.InputError`."""
+    or ``"rigorous-enclosure"`` (fro) or ``"duality-gap"`` (nuc) when ``certify``) or ``"infeasible"`` (exact
+    Farkas pair). Bad input (not next-token data, a batch, an unknown norm) raises
+    :class:`~attsvm.errors.InputError`."""
     if getattr(data, "kind", None) != "ntp" or not isinstance(data, NTPData):
         raise InputError(f"the graph SVM takes next-token data (kind 'ntp'), got {type(data).__name__}"
                          + (f" of kind {data.kind!r}" if hasattr(data, "kind") else ""))  # fmt: skip

@@ -10,13 +10,24 @@ the nuclear norm (``objective`` $\|W\|_\star$). The data are the rows $d_c$ of `
 
 **Frobenius** ($\min\frac12\|W\|_F^2$). KKT: $W=\sum_{\mathrm{EQ}}\nu_cA_c+\sum_{\mathrm{IN}}\lambda_cA_c$,
 $\lambda\ge0$, $\nu$ free, every EQ margin $0$, every IN margin $\ge1$ and $=1$ where $\lambda_c>0$; then
-$\|W\|_F^2=\mathbf 1^\top\lambda$ and $W$ is the unique optimum. Certificate (kind ``"exact-kkt"``,
-:func:`certify_kkt`): the float active set $S$ (IN rows with $\lambda_c>0$) and all EQ rows, reduced to the pivot
-columns of the exact row echelon form of their integer Gram matrix $G=(DD^\top)\circ(ZZ^\top)$ (EQ rows first:
-equalities inside a strongly connected component are linearly dependent, and $G$ singular), $G_{BB}x=b$ ($b=0$ on
-EQ, $1$ on $S$) solved in exact rationals, repaired like :mod:`.certificate` (negative $\lambda$ dropped, violated
-constraints added), and the result checked by :func:`verify_kkt` in exact arithmetic: ``verified`` only when every
-check passed.
+$\|W\|_F^2=\mathbf 1^\top\lambda$ and $W$ is the unique optimum. Solved by the working-set dual of
+:mod:`.eqdual` ($\max_{\nu,\lambda\ge0}\mathbf 1^\top\lambda-\frac12x^\top Gx$, $G=(DD^\top)\circ(ZZ^\top)$;
+cvxpy + Clarabel only when it is undecided). Two certificates of the same KKT conditions, both re-derived from the
+exact integer features:
+
+* kind ``"exact-kkt"`` (:func:`certify_kkt`; at most ``EXACT_KKT_MAX`` rows in the system, or when the enclosure is
+  undecided): the float passive set, else the float active set $S$ and all EQ rows reduced to the pivot columns of
+  the exact row echelon form of their integer Gram matrix (EQ rows first: equalities inside a strongly connected
+  component are linearly dependent, and $G$ singular); $G_{BB}x=b$ ($b=0$ on EQ, $1$ on $S$) solved in exact
+  rationals (FLINT), repaired like :mod:`.certificate` (negative $\lambda$ dropped, violated constraints added),
+  and the result checked by :func:`verify_kkt`'s own computation: ``verified`` only when every check passed. The
+  returned $W$ is the exact optimum rounded, ``objective`` its exact $\|W\|_F^2$ rounded (``value_str`` exact).
+* kind ``"rigorous-enclosure"`` (:func:`certify_enclosure`, larger systems, whose exact solutions have very many
+  digits): the same system solved in floats, with a proved radius $\delta$ around the float multipliers that
+  contains the exact ones (Krawczyk, in integers); the active set, the signs and every margin are proved through
+  it, the degenerate margins (exactly 1 without being in the system) through exact linear dependences. The
+  returned $W$ is the enclosure's centre rounded; ``lower`` $\le$ OPT $\le$ ``upper`` and ``objective`` their
+  midpoint.
 
 **Nuclear**. Dual $\max\mathbf 1^\top\lambda$ s.t. $\|M\|_2\le1$, $M=\sum_{\mathrm{EQ}}\nu_cA_c+
 \sum_{\mathrm{IN}}\lambda_cA_c$, $\lambda\ge0$, $\nu$ free; weak duality: for feasible $W$,
@@ -27,7 +38,9 @@ Upper: the float solution projected exactly (rationals) onto $\{W:\langle W,A_c\
 divided by its exact smallest IN margin $\mu>0$, and $\|\cdot\|_\star$ bounded above rationally
 (:func:`attsvm.svm.specnorm.nuclear_upper_bound`). Lower: the float dual point scaled by $1/((1+\epsilon)\|M\|_2)$,
 $\|M\|_2\le1$ proved exactly (:func:`attsvm.svm.spectral.prove_spectral_le_one`), $\mathbf 1^\top\lambda$ summed
-exactly.
+exactly. The returned $W$ is the point the upper bound is about (the projected, scaled solution, exact, then
+rounded: its equalities hold to rounding), and ``objective`` that upper bound rounded down (never below
+``lower``), so lower $\le$ ``objective`` $\le$ upper.
 
 **Infeasible** (either norm; feasibility does not depend on it). Motzkin's alternative: the program is infeasible
 iff there are $\mu\ge0$ on IN with $\mathbf 1^\top\mu=1$ and $\nu$ free on EQ with
@@ -42,8 +55,8 @@ Exactness: float64 data are dyadic rationals, $D=D^{\mathbb Z}2^{e_D}$, $Z=Z^{\m
 product is an integer matrix product (python-flint). Features that are not float64 numbers (differences of
 embeddings, $e_y-e_j$, whose float subtraction rounds) are passed exactly with ``exact=``
 (:func:`exact_program_from_integers`): the certificates are then for them, the float solver sees their roundings.
-The float solver (cvxpy + Clarabel) gets only a basis of the equalities (:func:`independent_equalities`, exact);
-the others are implied. Data far from order one are first rescaled exactly by powers of two (:mod:`.scaling`):
+The cvxpy + Clarabel solver gets only a basis of the equalities (:func:`independent_equalities`, exact); the
+others are implied. Data far from order one are first rescaled exactly by powers of two (:mod:`.scaling`):
 $W=2^{-k}W'$, $k=e_D'+e_Z'$.
 
 Result layout (:class:`~attsvm.svm.solution.SVMSolution`, ``program`` as given): the $(n,T)$ grid fields do not
@@ -69,6 +82,7 @@ from ..arrays import as_float
 from ..errors import InputError, SolverError
 from ..registries import Check, declare
 from ..tolerances import tol
+from .blas import blas_threads
 from .budget import require
 from .certificate import MAX_EXACT_DIGITS, hadamard
 from .cvx import farkas_lp, margins_expr, solve
@@ -76,7 +90,7 @@ from .exact import fmpz_matrix, pow2, to_integers
 from .scaling import Scale, exact_ldexp, exponent, unscale_solution
 from .solution import SVMSolution
 from .specnorm import nuclear_upper_bound
-from .spectral import combine_exact, prove_spectral_le_one, proved_bracket
+from .spectral import combine_exact, prove_spectral_le_one, proved_bracket, round_down, round_up
 
 __all__ = [
     "NORMS",
@@ -104,6 +118,16 @@ NORMS = declare(
 )
 #: the exact optimum is written as a fraction string (``value_str``) up to this many characters
 MAX_VALUE_CHARS = 2000
+#: Frobenius certificates with more rows (equality basis and active set) than this are enclosures
+#: (:func:`certify_enclosure`): an exact rational solve costs about the cube of the rows times the digits of the
+#: answer, which grow with the rows
+EXACT_KKT_MAX = 20
+#: an inequality of the enclosure whose centre margin is below 1 by more than this is violated (added to the
+#: active set); closer to 1 it is degenerate and proved through an exact linear dependence
+_DEGENERATE = 1e-9
+#: exact refinements of the enclosure's centre ($\tilde x\leftarrow\tilde x+R(b-G\tilde x)$, each shrinking the
+#: radius by about $\rho$) before a margin or multiplier that stays within the radius of its bound is given up
+_REFINE = 3
 #: float multipliers below this fraction of the largest are treated as 0 when seeding the active set
 _ACTIVE_REL = 1e-8
 
@@ -169,8 +193,8 @@ class ExactProgram:
             return []
         P = (fmpz_matrix(self.Dint) * WZ).entries()
         d = self.d
-        z = [int(v) for v in self.Zint.ravel().tolist()]
-        return [sum(int(P[j * d + k]) * z[j * d + k] for k in range(d)) for j in range(self.m)]
+        z = fmpz_matrix(self.Zint).entries()
+        return [int(sum(P[j * d + k] * z[j * d + k] for k in range(d))) for j in range(self.m)]
 
     def blocks(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The float blocks ``(D_in, Z_in, D_eq, Z_eq)``."""
@@ -190,8 +214,14 @@ def exact_program(D_in: Any, Z_in: Any, D_eq: Any, Z_eq: Any) -> ExactProgram:
 
 def _rounded(N: np.ndarray, e: int) -> np.ndarray:
     """The integer array ``N`` times $2^e$, correctly rounded to float64."""
-    sc = pow2(e)
-    return np.array([float(Fraction(int(v)) * sc) for v in N.ravel().tolist()], dtype=float).reshape(N.shape)
+    out = np.array([math.ldexp(float(int(v)), e) for v in N.ravel().tolist()], dtype=float).reshape(N.shape)
+    # float(int) rounds correctly and ldexp is exact in the normal range; below it (double rounding) exactly:
+    low = (out != 0) & (np.abs(out) < 2.0 * np.finfo(float).tiny)
+    if low.any():
+        sc = pow2(e)
+        flat = N.ravel()
+        out.ravel()[low.ravel()] = [float(Fraction(int(v)) * sc) for v in flat[low.ravel()].tolist()]
+    return out
 
 
 def exact_program_from_integers(
@@ -256,25 +286,31 @@ def verify_kkt(prog: ExactProgram, nu: Any, lam: Any) -> dict[str, Any]:
         raise InputError(f"expected {prog.m_eq} equality and {prog.m_in} inequality multipliers, got "
                          f"{len(nu)} and {len(lam)}")  # fmt: skip
     num, q = _common(nu + lam)
+    return _verify_numerators(prog, num, q)
+
+
+def _verify_numerators(prog: ExactProgram, num: list[int], q: int) -> dict[str, Any]:
+    """:func:`verify_kkt` for the multipliers ``num[c] / q`` (EQ first; integers over one denominator $q>0$)."""
     WZ = combine_exact(prog.Dint, prog.Zint, np.array(num, dtype=object))  # W = WZ 2^e / q
-    s2 = pow2(2 * prog.e)
-    mnum = prog.margin_numerators(WZ)  # margin_j = mnum_j 2^(2e) / q
-    margins = [Fraction(v) * s2 / q for v in mnum]
-    eq_m, in_m = margins[: prog.m_eq], margins[prog.m_eq :]
+    e2 = 2 * prog.e
+    mnum = prog.margin_numerators(WZ)  # margin_j = mnum_j 2^(2e) / q = in_m_j / one
+    one = q if e2 >= 0 else q << -e2
+    in_m = [v << e2 if e2 > 0 else v for v in mnum[prog.m_eq :]]
+    lam = num[prog.m_eq :]
     checks = {
         "dual_feasible": all(x >= 0 for x in lam),
-        "equalities": all(x == 0 for x in eq_m),
-        "inequalities": all(x >= 1 for x in in_m),
-        "complementary": all(mg == 1 for x, mg in zip(lam, in_m) if x > 0),
+        "equalities": all(v == 0 for v in mnum[: prog.m_eq]),
+        "inequalities": all(v >= one for v in in_m),
+        "complementary": all(mg == one for x, mg in zip(lam, in_m) if x > 0),
     }
-    value = Fraction(sum(int(v) ** 2 for v in WZ.entries())) * s2 / (q * q)
+    value = Fraction(int(sum(v * v for v in WZ.entries()))) * pow2(e2) / (q * q)
     others = [mg for x, mg in zip(lam, in_m) if x == 0]
     return {
         "verified": all(checks.values()),
         "checks": checks,
         "value": value,
-        "active": [j for j, mg in enumerate(in_m) if mg == 1],
-        "min_other_margin": min(others) if others else None,
+        "active": [j for j, mg in enumerate(in_m) if mg == one],
+        "min_other_margin": Fraction(min(others), one) if others else None,
         "W": (WZ, pow2(prog.e) / q),
     }
 
@@ -320,12 +356,17 @@ def independent_equalities(prog: ExactProgram) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------------- Frobenius
-def certify_kkt(prog: ExactProgram, lam_f: np.ndarray, marg_f: np.ndarray, max_rounds: int = 100) -> dict[str, Any]:
+def certify_kkt(prog: ExactProgram, lam_f: np.ndarray, marg_f: np.ndarray, max_rounds: int = 100,
+                passive: np.ndarray | None = None) -> dict[str, Any]:  # fmt: skip
     r"""The exact Frobenius certificate (module docstring) from float multipliers ``lam_f`` and margins ``marg_f``
-    (m_in,) of a float solution. $S$ is kept in priority order (constraints added by a repair first), the echelon
-    form keeps the first independent rows of $[\mathrm{EQ},S]$. Returns ``{"kind": "exact-kkt", "verified",
-    "checks", "active", "multipliers", "W", "value_str", "value", "min_other_margin", "eq_rank", "support_size",
-    "repairs", "seconds"}`` (exact values as ``"p/q"`` strings, omitted when very large)."""
+    (m_in,) of a float solution. ``passive``: the float solver's independent rows (indices into EQ-then-IN),
+    tried first as they are (no echelon form); when their exact system is singular or its solution fails a
+    check, the repair rounds start: $S$ is kept in priority order (constraints added by a repair first), the
+    echelon form keeps the first independent rows of $[\mathrm{EQ},S]$. The exact system is solved in FLINT
+    (one common denominator, no per-entry fractions); the result is re-checked by :func:`verify_kkt`'s own
+    computation (W formed from the multipliers, every margin from W). Returns ``{"kind": "exact-kkt",
+    "verified", "checks", "active", "multipliers", "W", "value_str", "value", "min_other_margin", "eq_rank",
+    "support_size", "repairs", "seconds"}`` (exact values as ``"p/q"`` strings, omitted when very large)."""
     from flint import fmpz_mat
 
     t0 = time.perf_counter()
@@ -339,33 +380,44 @@ def certify_kkt(prog: ExactProgram, lam_f: np.ndarray, marg_f: np.ndarray, max_r
         S = np.array([int(np.argmin(marg_f))])
     Dall, Zall = fmpz_matrix(prog.Dint), fmpz_matrix(prog.Zint)
     repairs, eq_rank = 0, 0
-    x = None
+    first = None if passive is None else np.asarray(passive, dtype=np.int64)
+    found = None
     for _ in range(max_rounds):
-        B = np.concatenate([E, m_eq + S]).astype(np.int64)  # equalities first
-        if B.size == 0:
-            x, Bp = [], B
+        if first is not None:
+            Bp, first = first, None
+        else:
+            B = np.concatenate([E, m_eq + S]).astype(np.int64)  # equalities first
+            if B.size:
+                DB, ZB = fmpz_matrix(prog.Dint[B]), fmpz_matrix(prog.Zint[B])
+                Bp = B[np.array(_pivots(hadamard(DB * DB.transpose(), ZB * ZB.transpose())), dtype=np.int64)]
+            else:
+                Bp = B
+        kp = Bp.size
+        if kp == 0:
+            found = (Bp, [], 1)
             break
-        GA = hadamard(Dall * fmpz_matrix(prog.Dint[B]).transpose(), Zall * fmpz_matrix(prog.Zint[B]).transpose())
-        ent, k = GA.entries(), B.size
-        G = fmpz_mat(k, k, [ent[j * k + i] for j in B for i in range(k)])
-        piv = _pivots(G)
-        Bp = B[piv]
+        GA = hadamard(Dall * fmpz_matrix(prog.Dint[Bp]).transpose(), Zall * fmpz_matrix(prog.Zint[Bp]).transpose())
+        ent = GA.entries()
+        Gp = fmpz_mat(kp, kp, [ent[int(c) * kp + i] for c in Bp for i in range(kp)])
+        try:
+            num_m, den = Gp.solve(fmpz_mat(kp, 1, [0 if c < m_eq else 1 for c in Bp])).numer_denom()
+        except ZeroDivisionError:  # singular: the float independent set was not exactly independent
+            continue
+        num = [int(v) for v in num_m.entries()]
+        den = int(den)
+        if den < 0:
+            num, den = [-v for v in num], -den
         eq_rank = int(np.sum(Bp < m_eq))
-        kp = len(piv)
-        Gp = fmpz_mat(kp, kp, [ent[j * k + i] for j in Bp for i in piv])
-        rhs = fmpz_mat(kp, 1, [0 if c < m_eq else 1 for c in Bp])
-        xz = Gp.solve(rhs)  # G^Z x^Z = b; the multipliers are x^Z 2^(-2e)
-        xs = [Fraction(int(v.p), int(v.q)) for v in xz.entries()]
-        neg = np.array([c >= m_eq and v < 0 for c, v in zip(Bp, xs)])
+        neg = np.array([c >= m_eq and v < 0 for c, v in zip(Bp, num)])
         if neg.any():  # a negative inequality multiplier: leave that constraint out
             S = S[~np.isin(S, Bp[neg] - m_eq)]
             repairs += 1
             continue
-        # margins of every row: (G^Z_{:,B'} x^Z)
-        GAp = fmpz_mat(prog.m, kp, [ent[j * k + i] for j in range(prog.m) for i in piv])
-        xn, q = _common(xs)
-        mg = [Fraction(int(v), q) for v in (GAp * fmpz_mat(kp, 1, xn)).entries()]
-        viol = np.array([mg[m_eq + j] < 1 for j in range(prog.m_in)], dtype=bool)
+        mg = [int(v) for v in (GA * num_m).entries()]  # margin_c = mg_c / den
+        if any(v != 0 for v in mg[:m_eq]):  # an equality outside the span of the basis (fast path only)
+            repairs += 1
+            continue
+        viol = np.array([v < den for v in mg[m_eq:]], dtype=bool)
         if viol.any():
             bad = np.flatnonzero(viol)
             bad = bad[np.argsort(np.asarray(marg_f)[bad], kind="stable")][: max(10, S.size // 10)]
@@ -373,36 +425,252 @@ def certify_kkt(prog: ExactProgram, lam_f: np.ndarray, marg_f: np.ndarray, max_r
             S = np.concatenate([bad, S[~np.isin(S, bad)]])
             repairs += 1
             continue
-        x = xs
+        found = (Bp, num, den)
         break
-    if x is None:
+    if found is None:
         return dict(base, reason="repair budget exhausted", repairs=repairs, seconds=time.perf_counter() - t0)
-    s2 = pow2(-2 * prog.e)
-    full = [Fraction(0)] * prog.m
-    for c, v in zip(Bp, x):
-        full[int(c)] = v * s2
-    res = verify_kkt(prog, full[:m_eq], full[m_eq:])
+    Bp, num, den = found
+    # multipliers x_c = num_c 2^(-2e) / den: numerators over one denominator q
+    e2 = 2 * prog.e
+    q = den << e2 if e2 > 0 else den
+    full = [0] * prog.m
+    for c, v in zip(Bp, num):
+        full[int(c)] = v << -e2 if e2 < 0 else v
+    res = _verify_numerators(prog, full, q)
     out = dict(base, verified=bool(res["verified"]), checks=res["checks"], repairs=repairs, eq_rank=eq_rank,
                support_size=int(np.sum(Bp >= m_eq)))  # fmt: skip
     out["active"] = [int(j) for j in res["active"]]
     value = res["value"]
     out["value"] = float(value)
-    vs = str(value)
-    out["value_str"] = vs if len(vs) <= MAX_VALUE_CHARS else None
+    out["value_str"] = _fraction_str(value, MAX_VALUE_CHARS)
     mo = res["min_other_margin"]
-    out["min_other_margin"] = None if mo is None else str(mo)
+    out["min_other_margin"] = None if mo is None else _fraction_str(mo, MAX_EXACT_DIGITS)
     WZ, sc = res["W"]
-    mult = [["eq" if c < m_eq else "in", int(c if c < m_eq else c - m_eq), str(full[int(c)])] for c in Bp]
-    digits = sum(len(v[2]) for v in mult)
-    digits += len(str(sc)) * WZ.nrows() * WZ.ncols() + sum(len(str(v)) for v in WZ.entries())
+    out["W_float"] = _rounded_matrix(WZ, sc)
+    bits = sum(abs(v).bit_length() for v in full) + len(Bp) * q.bit_length()
+    bits += WZ.nrows() * WZ.ncols() * (sc.numerator.bit_length() + sc.denominator.bit_length())
+    bits += sum(abs(int(v)).bit_length() for v in WZ.entries())
+    digits = int(bits * 0.30103) + 1
     if digits <= MAX_EXACT_DIGITS:
-        out["multipliers"] = mult
-        out["W"] = [[str(sc * Fraction(int(v))) for v in row] for row in WZ.tolist()]
+        from flint import fmpq
+
+        out["multipliers"] = [["eq" if c < m_eq else "in", int(c if c < m_eq else c - m_eq),
+                               str(fmpq(full[int(c)], q))] for c in Bp]  # fmt: skip
+        f = fmpq(sc.numerator, sc.denominator)
+        out["W"] = [[str(f * v) for v in row] for row in WZ.tolist()]
     else:
         out["multipliers"], out["W"] = None, None
         out["omitted"] = f"exact multipliers and W omitted (about {digits} digits)"
     out["seconds"] = time.perf_counter() - t0
     return out
+
+
+def certify_enclosure(prog: ExactProgram, lam_f: np.ndarray, marg_f: np.ndarray,
+                      max_rounds: int = 50) -> dict[str, Any]:  # fmt: skip
+    r"""A rigorous Frobenius certificate without exact fractions (kind ``"rigorous-enclosure"``).
+
+    $B$ = the exact basis $E$ of the equalities (:func:`independent_equalities`: every other EQ feature is an exact
+    combination of those of $E$) and the float active set $S$. With the exact integer Gram matrix
+    $G=G^{\mathbb Z}_{BB}$, $b=(0_E,\mathbf 1_S)$, a float solution $\tilde x\approx G^{-1}b$ and approximate
+    inverse $R$, both rounded to dyadic grids, the residuals $r=b-G\tilde x$ and $I-RG$ are computed in integers;
+    if $\rho=\|I-RG\|_\infty<1$ then $G$ is invertible and the exact $x^*=G^{-1}b$ satisfies
+    $\|x^*-\tilde x\|_\infty\le\delta=\|Rr\|_\infty/(1-\rho)$ (Krawczyk). $W^*=\sum_Bx^*_cA_c2^{-2e}$ then has EQ
+    margins exactly 0 on $E$ (hence on every EQ row), IN margins exactly 1 on $S$; $x^*_S>0$ is proved by
+    $\tilde x_c>\delta$ and every other IN margin by $\langle\tilde W,A_c\rangle-\delta\|A_c\|_F\sum_B\|A_b\|_F\ge1$
+    ($\tilde W=\sum_B\tilde x_bA_b$, norms bounded above in integers), all in integers; a margin within that
+    radius of 1 is proved exactly when $A_c$ is an exact rational combination of $A_B$ (then it is
+    $\alpha^\top b$, :func:`_span_margins`):
+    the KKT conditions hold, $W^*$ is the optimum, and $\mathrm{OPT}=\mathbf 1^\top\lambda^*\in
+    [\mathbf 1^\top\tilde x_S\mp|S|\delta]2^{-2e}$ (``lower``, ``upper``). A negative float multiplier is dropped and
+    violated constraints are added (``repairs``); ``verified`` False (with ``reason``) when a multiplier or a
+    margin cannot be separated from its bound (degenerate) or $\rho\ge1$. Returns ``{"kind", "verified",
+    "active", "multipliers" (the centre, ``["eq"|"in", j, "p/q"]``), "radius" (of the multipliers, rounded up),
+    "lower", "upper", "value" (the centre of the bracket), "min_other_margin", "rho", "eq_rank", "support_size",
+    "repairs", "seconds"}`` and ``W_float`` (the centre's W, for the solver)."""
+    from flint import fmpz_mat
+
+    t0 = time.perf_counter()
+    base: dict[str, Any] = {"kind": "rigorous-enclosure", "verified": False}
+    m_eq, m = prog.m_eq, prog.m
+    E = independent_equalities(prog)
+    lam_f = np.asarray(lam_f, dtype=float)
+    S = np.flatnonzero(lam_f > _ACTIVE_REL * max(float(lam_f.max(initial=0.0)), np.finfo(float).tiny))
+    if S.size == 0:
+        S = np.array([int(np.argmin(marg_f))])
+    sq = [sum(int(v) ** 2 for v in row) for row in prog.Dint.tolist()]
+    sz = [sum(int(v) ** 2 for v in row) for row in prog.Zint.tolist()]
+    anorm = [math.isqrt(x * y) + 1 for x, y in zip(sq, sz)]  # > ||D^Z_c|| ||z^Z_c|| = ||A^Z_c||_F
+
+    def fail(reason: str) -> dict[str, Any]:
+        return dict(base, reason=reason, repairs=repairs, seconds=time.perf_counter() - t0)
+
+    repairs = 0
+    for _ in range(max_rounds):
+        B = np.concatenate([E, m_eq + S]).astype(np.int64)
+        k, ne = B.size, E.size
+        DB, ZB = fmpz_matrix(prog.Dint[B]), fmpz_matrix(prog.Zint[B])
+        GBl = hadamard(DB * DB.transpose(), ZB * ZB.transpose()).entries()  # G^Z_BB, k x k row-major
+        Gf = np.array([float(v) for v in GBl]).reshape(k, k)
+        s = int(np.frexp(np.max(np.abs(Gf)))[1])
+        Gs = np.ldexp(Gf, -s)
+        b = np.zeros(k)
+        b[ne:] = 1.0
+        try:
+            Rf = np.linalg.inv(Gs)
+        except np.linalg.LinAlgError:
+            return fail("singular Gram matrix of the basis and the active set")
+        xf = Rf @ b
+        xf = xf + Rf @ (b - Gs @ xf)
+        if not np.all(np.isfinite(xf)):
+            return fail("singular Gram matrix of the basis and the active set")
+        if np.any(xf[ne:] <= 0):
+            S = S[xf[ne:] > 0]
+            repairs += 1
+            if S.size == 0:
+                return fail("every multiplier dropped")
+            continue
+        # x~ = xi / 2^(px + s) ~ G^{-1} b,  R = ri / 2^(pr + s) ~ G^{-1}   (G = Gs 2^s)
+        xi, px = _dyadic(xf)
+        ri, pr = _dyadic(Rf)
+        if px + s < 0 or pr + s < 0:
+            return fail("scaling underflow")
+        ge, de = 1 << (px + s), 1 << (pr + s)
+        G = fmpz_mat(k, k, GBl)
+        Rm = fmpz_mat(k, k, ri)
+        RG = (Rm * G).entries()
+        rho_num = max(sum(abs((de if i == j else 0) - int(RG[i * k + j])) for j in range(k)) for i in range(k))
+        if rho_num >= de:
+            return fail("enclosure failed (||I - RG|| >= 1)")
+        bvec = [0] * ne + [1] * (k - ne)
+        na = sum(anorm[int(c)] for c in B)  # margins move by at most delta a_j na (below)
+        inB = np.zeros(m, dtype=bool)
+        inB[B] = True
+        others = [j for j in range(m_eq, m) if not inB[j]]
+        spanned: dict[int, Fraction] = {}  # margins proved exactly through a linear dependence on B
+        tried: set[int] = set()
+        add: list[int] = []
+        for refine in range(_REFINE + 1):
+            rn = [bb * ge - int(v) for bb, v in zip(bvec, (G * fmpz_mat(k, 1, xi)).entries())]  # r = rn / ge
+            corr = [int(v) for v in (Rm * fmpz_mat(k, 1, rn)).entries()]  # R r = corr / (de ge)
+            dn = max(abs(v) for v in corr)
+            dd = ge * (de - rho_num)  # delta = ||R r||_inf / (1 - rho) = dn / dd
+            pos_ok = all(xi[i] * dd > dn * ge for i in range(ne, k))  # x*_c > 0 on S
+            # margins of W~ = sum_B x~_c A_c: mg / ge; |margin_j(W*) - margin_j(W~)| <= delta a_j na
+            WZ = combine_exact(prog.Dint[B], prog.Zint[B], np.array(xi, dtype=object))  # W~ = WZ 2^-e / ge
+            mg = prog.margin_numerators(WZ)
+            one, low_min, unresolved = ge * dd, None, []
+            for j in others:
+                if j in spanned:
+                    continue
+                slack = anorm[j] * na * dn * ge
+                if mg[j] * dd - slack >= one:  # lower bound (mg dd - slack) / (ge dd) >= 1
+                    low_min = mg[j] * dd - slack if low_min is None else min(low_min, mg[j] * dd - slack)
+                elif mg[j] < (1.0 - _DEGENERATE) * ge:  # violated: the active set grows
+                    add.append(j)
+                elif mg[j] * dd + slack < one:  # violated by a rounding-sized amount: near-degenerate
+                    return fail("near-degenerate: a margin is below 1 by less than the degeneracy threshold")
+                else:
+                    unresolved.append(j)
+            if add:
+                break
+            new = [j for j in unresolved if j not in tried]
+            if new:  # margin 1 within the enclosure: exact when the feature is a combination of B's features
+                tried.update(new)
+                GjB = (prog.D[new] @ prog.D[B].T) * (prog.Z[new] @ prog.Z[B].T)  # float G_jB = G^Z_jB 2^(2e)
+                for j, v in zip(new, _span_margins(prog, B, b, np.array(new), np.ldexp(GjB, -2 * prog.e - s) @ Rf.T)):
+                    if v is not None and v >= 1:
+                        spanned[j] = v
+                    elif v is not None:
+                        add.append(j)
+                if add:
+                    break
+                unresolved = [j for j in unresolved if j not in spanned]
+            if pos_ok and not unresolved:
+                break
+            if refine == _REFINE:
+                return fail("degenerate: a multiplier or a margin is not separated from its bound")
+            xi, ge = [x * de + c for x, c in zip(xi, corr)], ge * de  # x~ + R r, exactly: the radius shrinks by rho
+        if add:
+            add = np.array(sorted(add, key=lambda j: mg[j] / ge))[: max(10, S.size // 10)] - m_eq
+            S = np.concatenate([S, add])
+            repairs += 1
+            continue
+        mins = [] if low_min is None else [Fraction((low_min << 60) // (ge * dd), 1 << 60)]  # a short lower bound
+        mins += [min(spanned.values())] if spanned else []
+        # the proof is done; the reported centre is refined once more (its radius shrinks by rho, and the
+        # returned W, the rounded centre, then meets the equalities to rounding)
+        xi, ge = [x * de + c for x, c in zip(xi, corr)], ge * de
+        rn = [bb * ge - int(v) for bb, v in zip(bvec, (G * fmpz_mat(k, 1, xi)).entries())]
+        dn = max(abs(int(v)) for v in (Rm * fmpz_mat(k, 1, rn)).entries())
+        dd = ge * (de - rho_num)
+        WZ = combine_exact(prog.Dint[B], prog.Zint[B], np.array(xi, dtype=object))
+        s2 = pow2(-2 * prog.e)
+        tot = sum(xi[ne:])
+        lower = (Fraction(tot, ge) - (k - ne) * Fraction(dn, dd)) * s2
+        upper = (Fraction(tot, ge) + (k - ne) * Fraction(dn, dd)) * s2
+        xr = [Fraction(v, ge) * s2 for v in xi]
+        out = dict(base, verified=True, repairs=repairs, eq_rank=int(ne), support_size=int(k - ne))
+        out["active"] = [int(c - m_eq) for c in B[ne:]]
+        out["multipliers"] = [["eq" if c < m_eq else "in", int(c if c < m_eq else c - m_eq), str(x)]
+                              for c, x in zip(B, xr)]  # fmt: skip
+        out["radius"] = round_up(Fraction(dn, dd) * s2)
+        out["lower"], out["upper"] = round_down(lower), round_up(upper)
+        out["value"] = float((lower + upper) / 2)
+        out["min_other_margin"] = str(min(mins)) if mins else None
+        out["rho"] = float(Fraction(rho_num, de))
+        out["W_float"] = _rounded_matrix(WZ, pow2(-prog.e) / ge)
+        out["seconds"] = time.perf_counter() - t0
+        return out
+    return fail("repair budget exhausted")
+
+
+def _span_margins(prog: ExactProgram, B: np.ndarray, b: np.ndarray, rows: np.ndarray, alpha: np.ndarray
+                  ) -> list[Fraction | None]:  # fmt: skip
+    r"""Exact margins of the ``rows`` whose features are combinations of the features of ``B``:
+    $A_j=\sum_{c\in B}\alpha_cA_c$ with rational $\alpha$ (``alpha`` (len(rows), |B|) the float coefficients
+    $G_{BB}^{-1}G_{Bj}$, rounded to denominators $\le2^{10}$, then checked exactly in integers), so that at the
+    exact solution of $G_{BB}x=b$ the margin is exactly $\alpha^\top b$; None for a row without such a
+    combination."""
+    out: list[Fraction | None] = []
+    for j, a in zip(rows, alpha):
+        al = [Fraction(float(v)).limit_denominator(1 << 10) if abs(v) > 1e-9 else Fraction(0) for v in a]
+        sup = [i for i, v in enumerate(al) if v != 0]
+        if not sup:
+            out.append(None)
+            continue
+        num, _ = _common([al[i] for i in sup] + [Fraction(-1)])
+        cols = np.concatenate([B[sup], [j]])
+        N = combine_exact(prog.Dint[cols], prog.Zint[cols], np.array(num, dtype=object))
+        exact = all(int(v) == 0 for v in N.entries())
+        out.append(sum((al[i] * Fraction(b[i]) for i in sup), Fraction(0)) if exact else None)
+    return out
+
+
+def _dyadic(v: np.ndarray, bits: int = 52) -> tuple[list[int], int]:
+    """Integers ``n`` and ``p`` with ``v ~ n / 2**p`` (the largest entry on ``bits`` bits; any rounding will do:
+    these are approximations whose error the enclosure bounds)."""
+    mx = float(np.max(np.abs(v), initial=0.0))
+    p = bits - (int(np.ceil(np.log2(mx))) if mx > 0 else 0)
+    return [int(x) for x in np.round(np.ldexp(v, p)).astype(np.int64).ravel().tolist()], p
+
+
+def _fraction_str(x: Fraction, limit: int | None) -> str | None:
+    """``"p/q"`` (or ``"p"``) of an exact rational, written by FLINT (no Python digit limit); None when longer than
+    ``limit`` characters (estimated from the bit lengths before writing)."""
+    from flint import fmpq
+
+    if limit is not None and (x.numerator.bit_length() + x.denominator.bit_length()) * 0.30103 > limit + 2:
+        return None
+    return str(fmpq(x.numerator, x.denominator))
+
+
+def _rounded_matrix(WZ, sc: Fraction) -> np.ndarray:
+    """The integer matrix ``WZ`` (``fmpz_mat``) times the exact ``sc``, each entry correctly rounded to float64
+    (Python's integer true division rounds correctly)."""
+    p, q = sc.numerator, sc.denominator
+    return np.array([[(int(v) * p) / q for v in row] for row in WZ.tolist()], dtype=float).reshape(
+        WZ.nrows(), WZ.ncols()
+    )
 
 
 # ---------------------------------------------------------------------------------------------- nuclear
@@ -435,14 +703,17 @@ def _feasible_upper(prog: ExactProgram, W: np.ndarray) -> tuple[Fraction | None,
     b = max(abs(v) for v in ent).bit_length()
     Wf = np.array([v / (1 << b) for v in ent], dtype=float).reshape(prog.d, prog.d)  # ~ WZ 2^-b
     nb = nuclear_upper_bound(WZ, -b, Wf)  # >= ||WZ 2^-b||_*
-    # ||W_p / margin_min||_* = ||WZ||_* 2^eW / q / (mu 2^(eW + e) / q) = ||WZ||_* 2^-e / mu
+    # W_p / margin_min = WZ 2^eW / q / (mu 2^(eW + e) / q) = WZ 2^-e / mu: the point the bound is about
+    info["point"] = (WZ, pow2(-prog.e) / mu)
     return nb * pow2(b - prog.e) / mu, info
 
 
 def certify_nuclear(prog: ExactProgram, W: np.ndarray, lam: np.ndarray, nu: np.ndarray) -> dict[str, Any]:
     r"""The proved bracket of the nuclear program (module docstring) from a float primal ``W`` and a float dual
     point (``lam`` (m_in,) clipped at 0, ``nu`` (m_eq,)). Returns ``{"kind": "duality-gap", "verified", "proved",
-    "lower", "upper", "rel_gap", "primal_feasible_proved", "dual_feasible_proved", "projected", "seconds"}``."""
+    "lower", "upper", "rel_gap", "primal_feasible_proved", "dual_feasible_proved", "projected", "seconds"}``, and
+    when an upper bound is proved ``W_float`` (the feasible point it bounds, rounded) and ``objective_float``
+    (that bound rounded down, at least ``lower``), which the solver moves into the solution."""
     t0 = time.perf_counter()
     upper, info = _feasible_upper(prog, np.asarray(W, dtype=float))
     lam = np.asarray(lam, dtype=float)
@@ -463,6 +734,9 @@ def certify_nuclear(prog: ExactProgram, W: np.ndarray, lam: np.ndarray, nu: np.n
     out = {"kind": "duality-gap", **proved_bracket(lower, upper, tol("nuc_gap"))}
     if not dual_ok:
         out["verified"] = False
+    if "point" in info:  # the proved feasible point, rounded, and its proved bound rounded into the bracket
+        out["W_float"] = _rounded_matrix(*info["point"])
+        out["objective_float"] = max(round_down(upper), out["lower"])
     out.update(primal_feasible_proved=upper is not None, dual_feasible_proved=bool(dual_ok),
                projected=bool(info.get("projected", False)), seconds=time.perf_counter() - t0)  # fmt: skip
     return out
@@ -602,17 +876,108 @@ def solve_eqsvm(
 
 
 def _solve(prog: ExactProgram, norm: str, certify: bool, program: str) -> SVMSolution:
-    import cvxpy as cp
-
-    D_in, Z_in, D_eq, Z_eq = prog.blocks()
-    m_in, m_eq, d = prog.m_in, prog.m_eq, prog.d
+    """The program on its (rescaled) exact form: Frobenius by the working-set dual (:mod:`.eqdual`), nuclear and
+    the working set's failures by cvxpy + Clarabel (:func:`_solve_clarabel`)."""
+    m_in, m_eq = prog.m_in, prog.m_eq
     if m_in == 0:  # W = 0 meets every equality and is the least norm point
-        return _trivial(prog, d, norm, program)
+        return _trivial(prog, prog.d, norm, program)
     zero = ~_nonzero_rows(prog)[m_eq:]
     if zero.any():  # a constraint 0 >= 1
         mu = [Fraction(0)] * m_in
         mu[int(np.flatnonzero(zero)[0])] = Fraction(1)
         return _farkas_solution(prog, norm, program, (mu, [Fraction(0)] * m_eq))
+    if norm == "fro":
+        with blas_threads(1):  # small dense algebra: threads only add overhead
+            sol = _solve_working_set(prog, certify, program)
+        if sol is not None:
+            return sol
+    return _solve_clarabel(prog, norm, certify, program)
+
+
+def _solve_working_set(prog: ExactProgram, certify: bool, program: str) -> SVMSolution | None:
+    r"""Frobenius by :func:`attsvm.svm.eqdual.solve_eqdual`: the solution (certified when ``certify``; the
+    returned $W$ is then the exact optimum correctly rounded, ``objective`` the exact $\|W\|_F^2$ rounded), the
+    infeasible verdict when its ray has an exact Farkas counterpart, or None (undecided: the caller falls back)."""
+    from .eqdual import solve_eqdual
+
+    t0 = time.perf_counter()
+    try:
+        r = solve_eqdual(prog.D, prog.Z, prog.m_eq)
+    except SolverError:
+        return None
+    if r.status == "ray":
+        found = exact_farkas(prog, *r.ray)
+        return None if found is None else _farkas_solution(prog, "fro", program, found)
+    if r.status != "optimal":
+        return None
+    solve_seconds = time.perf_counter() - t0
+    lam, nu, Wv = np.maximum(r.lam, 0.0), r.nu, r.W
+    cert: dict[str, Any] = {"kind": "kkt-float", "verified": True}
+    if certify:
+        mi = r.margins[prog.m_eq :]
+        cert = certify_enclosure(prog, lam, mi) if r.passive.size > EXACT_KKT_MAX else {"verified": False}
+        if not cert["verified"]:  # small, or degenerate for the enclosure: exact rationals decide
+            cert = certify_kkt(prog, lam, mi, passive=r.passive)
+        Wx = cert.pop("W_float", None)
+        if cert["verified"] and Wx is not None:
+            Wv = Wx
+    return _optimal(prog, "fro", program, Wv, lam, nu, cert, solve_seconds)
+
+
+def _optimal(prog: ExactProgram, norm: str, program: str, Wv: np.ndarray, lam: np.ndarray, nu: np.ndarray,
+             cert: dict[str, Any], solve_seconds: float, dual_min: float = 0.0) -> SVMSolution:  # fmt: skip
+    r"""The optimal :class:`SVMSolution` of the point ``Wv`` with multipliers ``lam`` (m_in,), ``nu`` (m_eq,) and
+    certificate ``cert``: margins and named KKT residuals recomputed from ``Wv``; ``objective`` the certified value
+    when there is one (Frobenius: the exact optimum rounded; nuclear: the proved upper bound rounded down), else
+    the float norm of ``Wv``. ``dual_min``: the smallest raw dual value the solver returned (its dual feasibility)."""
+    D_in, Z_in, D_eq, Z_eq = prog.blocks()
+    mi = np.einsum("md,de,me->m", D_in, Wv, Z_in)
+    me = np.einsum("md,de,me->m", D_eq, Wv, Z_eq)
+    M = D_in.T @ (lam[:, None] * Z_in) + (D_eq.T @ (nu[:, None] * Z_eq) if prog.m_eq else 0.0)
+    tiny = np.finfo(float).tiny
+    common = {
+        "primal_feasibility": float(max(0.0, 1.0 - mi.min())),
+        "equality_residual": float(np.abs(me).max(initial=0.0)),
+        "dual_feasibility": float(max(0.0, -dual_min)),
+    }
+    if norm == "fro":
+        certified = cert.get("kind") in ("exact-kkt", "rigorous-enclosure") and cert["verified"]
+        obj = cert["value"] if certified else float(np.sum(Wv * Wv))
+        sc = max(obj, tiny)
+        kkt = dict(common, complementary_slackness=float(np.abs(lam * (mi - 1.0)).max() / max(1.0, float(lam.max()))),
+                   stationarity=float(np.linalg.norm(Wv - M) / np.sqrt(sc)),
+                   objective_identity=float(abs(obj - lam.sum()) / sc))  # fmt: skip
+        if cert.get("kind") == "kkt-float":
+            cert["verified"] = bool(max(kkt.values()) <= tol("kkt"))
+    else:
+        obj = cert.pop("objective_float", None)
+        if obj is None:
+            obj = float(np.linalg.svd(Wv, compute_uv=False).sum())
+        dual = float(lam.sum())
+        sc = max(obj, tiny)
+        kkt = dict(common, complementary_slackness=float(np.abs(lam * (mi - 1.0)).sum() / max(dual, tiny)),
+                   stationarity=float(abs(np.sum(M * Wv) - obj) / sc),
+                   duality_gap=float(abs(obj - dual) / sc))  # fmt: skip
+    cert["solve_seconds"] = solve_seconds
+    if cert.get("kind") in ("exact-kkt", "rigorous-enclosure") and cert["verified"]:
+        active = cert["active"]
+    else:
+        active = [int(j) for j in np.flatnonzero(np.abs(mi - 1.0) <= tol("active"))]
+    return SVMSolution(
+        "optimal", norm, program, None, Wv, obj, mi, lam, [(0, j) for j in active], kkt=kkt, certificate=cert,
+        extra={"eq_margins": me, "eq_multipliers": nu, "m_eq": prog.m_eq, "m_in": prog.m_in},
+    )  # fmt: skip
+
+
+def _solve_clarabel(prog: ExactProgram, norm: str, certify: bool, program: str) -> SVMSolution:
+    """cvxpy + Clarabel on the IN rows and a basis of the EQ rows (the nuclear program, and the Frobenius one when
+    the working set is undecided); infeasible verdicts through the Farkas LP. A certified nuclear solve returns
+    the point its proved upper bound is about (the float solution projected onto the equalities and scaled to
+    margin 1, exactly, then rounded)."""
+    import cvxpy as cp
+
+    D_in, Z_in, D_eq, Z_eq = prog.blocks()
+    m_eq, d = prog.m_eq, prog.d
     t0 = time.perf_counter()
     W = cp.Variable((d, d))
     cons = [margins_expr(D_in, W, Z_in) >= 1]
@@ -625,59 +990,36 @@ def _solve(prog: ExactProgram, norm: str, certify: bool, program: str) -> SVMSol
         return _farkas_solution(prog, norm, program)
     solve_seconds = time.perf_counter() - t0
     Wv = np.asarray(W.value, dtype=float)
+    dual_min = float(np.min(cons[0].dual_value))
     lam = np.maximum(np.asarray(cons[0].dual_value, dtype=float).ravel(), 0.0)
     # cvxpy's Lagrangian carries +nu * (margin) for an equality: W = sum lam A - sum dual A, so nu = -dual
     nu = np.zeros(m_eq)
     if keep.size:
         nu[keep] = -np.asarray(cons[1].dual_value, dtype=float).ravel()
     mi = np.einsum("md,de,me->m", D_in, Wv, Z_in)
-    if norm == "nuc" and 0 < mi.min() < 1:  # interior-point points are feasible to ~1e-9: onto the feasible set
-        Wv = Wv / mi.min()
-        mi = np.einsum("md,de,me->m", D_in, Wv, Z_in)
-    me = np.einsum("md,de,me->m", D_eq, Wv, Z_eq)
-    M = D_in.T @ (lam[:, None] * Z_in) + (D_eq.T @ (nu[:, None] * Z_eq) if m_eq else 0.0)
     if norm == "fro":
-        obj = float(np.sum(Wv * Wv))
-        sc = max(obj, np.finfo(float).tiny)
-        kkt = {
-            "primal_feasibility": float(max(0.0, 1.0 - mi.min())),
-            "equality_residual": float(np.abs(me).max(initial=0.0)),
-            "dual_feasibility": float(max(0.0, -float(np.min(cons[0].dual_value)))),
-            "complementary_slackness": float(np.abs(lam * (mi - 1.0)).max() / max(1.0, float(lam.max()))),
-            "stationarity": float(np.linalg.norm(Wv - M) / np.sqrt(sc)),
-            "objective_identity": float(abs(obj - lam.sum()) / sc),
-        }
-        ok = max(kkt.values()) <= tol("kkt")
-        cert = certify_kkt(prog, lam, mi) if certify else {"kind": "kkt-float", "verified": bool(ok)}
+        cert = certify_kkt(prog, lam, mi) if certify else {"kind": "kkt-float", "verified": True}
+        Wx = cert.pop("W_float", None)
+        if cert["verified"] and Wx is not None:
+            Wv = Wx
+        return _optimal(prog, norm, program, Wv, lam, nu, cert, solve_seconds, dual_min)
+    if 0 < mi.min() < 1:  # interior-point points are feasible to ~1e-9: onto the feasible set
+        Wv = Wv / mi.min()
+    M = D_in.T @ (lam[:, None] * Z_in) + (D_eq.T @ (nu[:, None] * Z_eq) if m_eq else 0.0)
+    s = float(np.linalg.norm(M, 2))
+    if s > 0:
+        lam, nu = lam / s, nu / s
+    if certify:
+        cert = certify_nuclear(prog, Wv, lam, nu)
+        Wx = cert.pop("W_float", None)
+        if Wx is not None:
+            Wv = Wx
     else:
         obj = float(np.linalg.svd(Wv, compute_uv=False).sum())
-        s = float(np.linalg.norm(M, 2))
-        lam_s, nu_s = (lam / s, nu / s) if s > 0 else (lam, nu)
-        dual = float(lam_s.sum())
-        sc = max(obj, np.finfo(float).tiny)
-        kkt = {
-            "primal_feasibility": float(max(0.0, 1.0 - mi.min())),
-            "equality_residual": float(np.abs(me).max(initial=0.0)),
-            "dual_feasibility": float(max(0.0, -float(np.min(cons[0].dual_value)))),
-            "complementary_slackness": float(np.abs(lam_s * (mi - 1.0)).sum() / max(dual, np.finfo(float).tiny)),
-            "stationarity": float(abs(np.sum(M / s * Wv) - obj) / sc) if s > 0 else 0.0,
-            "duality_gap": float(abs(obj - dual) / sc),
-        }
-        lam, nu = lam_s, nu_s
-        if certify:
-            cert = certify_nuclear(prog, Wv, lam, nu)
-        else:
-            cert = {"kind": "duality-gap", "verified": False, "proved": False, "lower": dual, "upper": obj,
-                    "rel_gap": (obj - dual) / obj if obj > 0 else 0.0}  # fmt: skip
-    cert["solve_seconds"] = solve_seconds
-    if cert.get("kind") == "exact-kkt" and cert["verified"]:
-        active = cert["active"]
-    else:
-        active = [int(j) for j in np.flatnonzero(np.abs(mi - 1.0) <= tol("active"))]
-    return SVMSolution(
-        "optimal", norm, program, None, Wv, obj, mi, lam, [(0, j) for j in active], kkt=kkt, certificate=cert,
-        extra={"eq_margins": me, "eq_multipliers": nu, "m_eq": m_eq, "m_in": m_in},
-    )  # fmt: skip
+        dual = float(lam.sum())
+        cert = {"kind": "duality-gap", "verified": False, "proved": False, "lower": dual, "upper": obj,
+                "rel_gap": (obj - dual) / obj if obj > 0 else 0.0}  # fmt: skip
+    return _optimal(prog, norm, program, Wv, lam, nu, cert, solve_seconds, dual_min)
 
 
 #: Clarabel settings tried in turn when the solver fails numerically (dependent inequality rows, which next-token
