@@ -17,7 +17,7 @@ import pytest
 from attsvm import generate, highprec, model
 from attsvm.data import Dataset, subset
 from attsvm.errors import InputError
-from attsvm.gd import fused, run
+from attsvm.gd import fused, run, simd
 from attsvm.tolerances import tol
 
 
@@ -60,20 +60,21 @@ def test_exp_special_values():
 
 
 def test_a_wrong_coefficient_breaks_the_one_ulp_check():
-    """The ulp check above can fail: the same algorithm with one coefficient off in its 8th digit is off by
-    more than an ulp (evaluated here in Python, the kernel's formula with the changed constant)."""
-
-    def exp_with(p1: float, x: float) -> float:
-        kf = math.floor(x * fused._INVLN2 + 0.5)
-        hi, lo = x - kf * fused._LN2HI, kf * fused._LN2LO
-        r = hi - lo
-        t = r * r
-        c = r - t * (p1 + t * (fused._P2 + t * (fused._P3 + t * (fused._P4 + t * fused._P5))))
-        return math.ldexp(1.0 - ((lo - (r * c) / (2.0 - c)) - hi), int(kf))
-
+    """The ulp check above can fail: the kernel's formula (:func:`attsvm.gd.simd.exp_scalar_formula`, the same
+    operations in plain Python) with one polynomial coefficient off in its 8th digit is off by more than an ulp."""
     xs = np.linspace(-20.0, 20.0, 401)
-    assert max(_ulps(exp_with(fused._P1, float(x)), float(x)) for x in xs) < 1.0
-    assert max(_ulps(exp_with(fused._P1 * (1 + 1e-8), float(x)), float(x)) for x in xs) > 1.0
+    q = simd.EXP_Q
+    assert max(_ulps(simd.exp_scalar_formula(float(x), q), float(x)) for x in xs) < 1.0
+    bad = (q[0], q[1] * (1 + 1e-8), *q[2:])
+    assert max(_ulps(simd.exp_scalar_formula(float(x), bad), float(x)) for x in xs) > 1.0
+
+
+def test_the_vector_exp_is_the_scalar_formula():
+    """The compiled lanes compute :func:`~attsvm.gd.simd.exp_scalar_formula` bit for bit (normal results), so the
+    planted-coefficient check above speaks for the kernel."""
+    xs = np.random.default_rng(1).uniform(-700.0, 700.0, 999)
+    got = fused.exp_array(xs)
+    assert all(g == simd.exp_scalar_formula(float(x)) for g, x in zip(got, xs))
 
 
 # ---------------------------------------------------------------------- against the torch kernel
