@@ -42,6 +42,7 @@ GIL; no threading layer of numba is used, so a forked worker is safe). Compiled 
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import time
@@ -56,11 +57,13 @@ from numba import njit
 
 from ..errors import InputError
 from ..model import scores
+from . import simd
 from .options import FUSED_LOSSES
 from .result import NONFINITE, STOP_REASONS, GDResult
 from .simd import (
     WIDTH,
     add,
+    any_lane,
     div,
     eq,
     exp,
@@ -68,10 +71,15 @@ from .simd import (
     gt,
     lane,
     load,
+    log,
+    log1p,
+    lt,
     mul,
     ne,
     neg,
+    pow2,
     splat,
+    split_exponent,
     sqrt,
     store,
     sub,
@@ -99,6 +107,7 @@ SCHEDULE_CODES = {"constant": 0, "rsqrt": 1}
 
 _TINY = float(np.finfo(np.float64).tiny)
 _NEG_MAX = -float(np.finfo(np.float64).max)
+_TWO1021 = 2.0**1021
 
 _JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
 
@@ -114,13 +123,21 @@ def cache_dir() -> Path:
     return Path(base) / "attsvm" / "numba"
 
 
+def _simd_stamp() -> str:
+    """A digest of :mod:`attsvm.gd.simd`'s source: numba's cache checks only the file of the cached function, and
+    the kernel inlines simd's functions, so the cache lives in a folder named after simd's source (an edit of
+    simd.py alone compiles afresh instead of loading stale code)."""
+    return hashlib.sha256(Path(simd.__file__).read_bytes()).hexdigest()[:16]
+
+
 def _kernel(fn=None, *, inline: bool = False):
-    """``numba.njit`` with :data:`_JIT`, its on-disk cache in :func:`cache_dir` (numba picks the cache folder when a
-    function is decorated: the setting is made for this decoration only, and other numba code keeps its own)."""
+    """``numba.njit`` with :data:`_JIT`, its on-disk cache in :func:`cache_dir` (in a folder named after
+    :func:`_simd_stamp`; numba picks the cache folder when a function is decorated: the setting is made for this
+    decoration only, and other numba code keeps its own)."""
 
     def deco(f):
         before = numba.config.CACHE_DIR
-        numba.config.CACHE_DIR = str(cache_dir())
+        numba.config.CACHE_DIR = str(cache_dir() / f"simd-{_simd_stamp()}")
         try:
             return njit(**({"inline": "always"} if inline else {}), **_JIT)(f)
         finally:
@@ -147,29 +164,18 @@ def exp_array(x: np.ndarray) -> np.ndarray:
 
 
 @_kernel(inline=True)
-def _lanewise_log(v):
-    r"""$\log v$ per lane (libm's ``log``, as the torch engine's reference formulas)."""
-    for ln in range(LANES):
-        v = with_lane(v, ln, math.log(lane(v, ln)))
-    return v
-
-
-@_kernel(inline=True)
 def _log_neg_dloss(u, loss):
     r"""$\log|\ell'(u)|$ per lane (:func:`~attsvm.gd.model_torch.log_neg_loss_derivative_t`): logistic
     $-(m+\log(1+e^{u-2m}))$, $m=\max(u,0)$; exponential $-u$; correlation 0; nll $-\log u$."""
     zero = splat(0.0)
     if loss == 0:
         m = where(gt(u, zero), u, zero)
-        ex = exp(sub(u, add(m, m)))
-        for ln in range(LANES):
-            ex = with_lane(ex, ln, math.log1p(lane(ex, ln)))
-        return neg(add(m, ex))
+        return neg(add(m, log1p(exp(sub(u, add(m, m))))))
     if loss == 1:
         return neg(u)
     if loss == 2:
         return zero
-    return neg(_lanewise_log(u))
+    return neg(log(u))
 
 
 @_kernel
@@ -237,6 +243,10 @@ def _forward(W, X, Z, gam, gs, mask, has_mask, Wz, a, e, lz, gtop, u):
                 amax = where(up, s, amax)
                 g = where(up, load(gs, (i, t)), g)
         store(gtop, i, g)
+        store(lz, i, amax)  # lz holds max_t a first, then the sum of the exps, then log Z
+    # the rest in passes over all i: each pass's chains (exp, log) are independent across i and overlap
+    for i in range(N):
+        amax = load(lz, i)
         acc = zero
         for t in range(T):
             sh = sub(load(a, (i, t)), amax)
@@ -244,9 +254,14 @@ def _forward(W, X, Z, gam, gs, mask, has_mask, Wz, a, e, lz, gtop, u):
             ee = exp(sh)
             store(e, (i, t), ee)
             acc = add(acc, ee)
-        lzi = _lanewise_log(acc)
+        store(lz, i, acc)
+    for i in range(N):
+        lzi = log(load(lz, i))
         store(lz, i, lzi)
-        inv_z = exp(neg(lzi))
+        store(u, i, exp(neg(lzi)))  # u holds 1/Z = e^{-log Z} first, then u
+    for i in range(N):
+        lzi = load(lz, i)
+        inv_z = load(u, i)
         acc = zero
         for t in range(T):
             store(a, (i, t), sub(load(a, (i, t)), lzi))
@@ -276,13 +291,14 @@ def _direction(Xs, Zs, gs, a, e, lz, gtop, u, loss, S, w, U, G):
             M = where(gt(v, M), v, M)
     M = where(gt(M, splat(_NEG_MAX)), M, splat(_NEG_MAX))
     inv_n = splat(-1.0 / N)
+    for i in range(N):  # all exps first: independent chains that overlap
+        for t in range(T):
+            store(S, (i, t), exp(sub(load(S, (i, t)), M)))
     for i in range(N):
         rho = zero
         ez = exp(load(lz, i))
         for t in range(T):
-            es = exp(sub(load(S, (i, t)), M))
-            store(S, (i, t), es)
-            rho = add(rho, mul(es, load(w, (i, t))))
+            rho = add(rho, mul(load(S, (i, t)), load(w, (i, t))))
         for t in range(T):
             wt = sub(mul(mul(load(S, (i, t)), ez), load(w, (i, t))), mul(load(e, (i, t)), rho))
             store(w, (i, t), mul(wt, inv_n))
@@ -340,14 +356,16 @@ def _pow2_scales(A):
         for k in range(q):
             x = fabs(load(A, (j, k)))
             mx = where(gt(x, mx), x, mx)
-    for ln in range(LANES):
-        s = lane(mx, ln)
-        if s == 0.0:
-            mx = with_lane(mx, ln, 1.0)
-        else:
-            ex = math.frexp(s)[1]
-            mx = with_lane(mx, ln, math.ldexp(1.0, -min(max(ex, -1023), 1074)))
-    return mx
+    _, k = split_exponent(mx)  # mx = 2^k m, m in [1, 2): e = k + 1, exact from the bits for a normal mx
+    out = pow2(neg(add(k, splat(1.0))))
+    odd = lt(mx, splat(_TINY))
+    if any_lane(odd) or any_lane(gt(mx, splat(_TWO1021))) or any_lane(ne(mx, mx)):
+        for ln in range(LANES):  # 0, subnormal, huge or not finite: frexp/ldexp lane by lane
+            v = lane(mx, ln)
+            if not (_TINY <= v < _TWO1021):
+                sc = 1.0 if v == 0.0 else math.ldexp(1.0, -min(max(math.frexp(v)[1], -1023), 1074))
+                out = with_lane(out, ln, sc)
+    return out
 
 
 @_kernel
