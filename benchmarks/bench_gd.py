@@ -5,7 +5,8 @@ r"""Benchmarks of the batched GD engine (issues 3, 31), printed side by side wit
 
    * ``attsvm.gd.run`` with each kernel (``--kernels``: ``fused``, the compiled CPU kernel that ``kernel="auto"``
      takes, and ``torch``), as a whole process (interpreter start, imports, data, run) with the engine's own time
-     inside it, one process with ``--threads`` threads and sharded over ``--workers`` single-threaded processes
+     inside it, one process with ``--threads`` threads (a one-step run first loads the kernel from numba's cache,
+     timed apart as JAX's compilation is) and sharded over ``--workers`` single-threaded processes
      (:func:`attsvm.gd.shards.run_sharded`, bit-identical to the one-process run);
    * ``--peers`` (default all): ``jax``, the JAX program a performance-minded user would write
      (:mod:`peer_jax`: float64, ``jit`` of ``vmap`` over the data sets, ``lax.fori_loop`` over the steps, the
@@ -110,12 +111,16 @@ if {workers} > 1:
         t1 = time.perf_counter()
         res = run_sharded(ds, pool, **kw)
         inner = time.perf_counter() - t1
-else:
+    load = 0.0
+else:  # a one-step run first: loads (or compiles) the kernel, timed apart as JAX's compilation is
+    t1 = time.perf_counter()
+    run(generate.paper_law({n}, {T}, {d}, seed=0), threads={threads}, **{{**kw, "steps": 1}})
+    load = time.perf_counter() - t1
     res = run(ds, threads={threads}, **kw)
     inner = res.seconds
 if {save!r}:
     np.savez({save!r}, **{{k: getattr(res, k) for k in ("W", "K", "Q") if getattr(res, k) is not None}})
-print(inner, float(res.max_softmax.mean()))
+print(inner, float(res.max_softmax.mean()), load)
 """
 
 
@@ -128,18 +133,19 @@ def batched_process(
     kernel: str,
     env: dict | None = None,
     save: str = "",
-) -> tuple[float, float, float]:
-    """Wall time of a whole process running the sweep, the engine's own time inside it, and a summary number
-    (the mean final max softmax: the two ways of a kernel must print the same); ``save``: an ``.npz`` path where
-    the process leaves its final parameters."""
+) -> tuple[float, float, float, float]:
+    """Wall time of a whole process running the sweep, the engine's own time inside it, a summary number (the mean
+    final max softmax: the two ways of a kernel must print the same) and, in one process, the time of a one-step
+    run before it (loading or compiling the kernel; 0 when sharded); ``save``: an ``.npz`` path where the process
+    leaves its final parameters."""
     code = BATCHED.format(
         n=N, T=T, d=D, B=B, param=param, lr=LR, steps=steps, threads=threads, workers=workers, kernel=kernel,
         save=save,
     )  # fmt: skip
     t0 = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env).stdout
-    inner, summary = (float(x) for x in out.split())
-    return time.perf_counter() - t0, inner, summary
+    inner, summary, load = (float(x) for x in out.split())
+    return time.perf_counter() - t0, inner, summary, load
 
 
 def rel_diff(a: np.ndarray, ref: np.ndarray) -> np.ndarray:
@@ -200,17 +206,21 @@ class Reference:
         return f"trajectory vs attsvm fused, {what}: {held_text}: {verdict}{tail}"
 
 
-def timed_segments(advance: Callable, th, bounds: list[int], read: Callable) -> tuple[float, dict]:
-    """Run ``advance(th, k)`` over the segments up to each of ``bounds``; the time of the steps only (the iterates
-    are read with ``read`` outside the timer)."""
-    seconds, done, out = 0.0, 0, {}
-    for b in bounds:
-        t0 = time.perf_counter()
-        th = advance(th, b - done)
-        seconds += time.perf_counter() - t0
-        out[b] = read(th)
-        done = b
-    return seconds, out
+def timed_segments(advance: Callable, th0, bounds: list[int], read: Callable, repeat: int) -> tuple[float, dict]:
+    """Run ``advance(th, k)`` from ``th0`` over the segments up to each of ``bounds``: the time of the steps only (the
+    iterates are read with ``read`` outside the timer), the least of ``repeat`` runs, and the iterates of the
+    first."""
+    best, first = float("inf"), None
+    for _ in range(repeat):
+        seconds, done, out, th = 0.0, 0, {}, th0
+        for b in bounds:
+            t0 = time.perf_counter()
+            th = advance(th, b - done)
+            seconds += time.perf_counter() - t0
+            out[b] = read(th)
+            done = b
+        best, first = min(best, seconds), first or out
+    return best, first
 
 
 class Line:
@@ -228,7 +238,7 @@ class Line:
         return f"time / attsvm fused {seconds / self.ref:5.2f}x"
 
 
-def jax_peer(ds, param: str, steps: int, ref: Reference, line: Line, torch_final: float | None) -> None:
+def jax_peer(ds, param: str, steps: int, ref: Reference, line: Line, torch_final: float | None, repeat: int) -> None:
     """The JAX peer (log domain) and ``jax.grad`` of the textbook loss, timed and checked (module docstring)."""
     try:
         import jax
@@ -254,7 +264,7 @@ def jax_peer(ds, param: str, steps: int, ref: Reference, line: Line, torch_final
 
         read = lambda th: {p: np.asarray(a) for p, a in zip(keys_of(param), th)}  # noqa: E731
         bounds = ref.boundaries() if not textbook else [steps]
-        sec, its = timed_segments(advance, th0, bounds, read)
+        sec, its = timed_segments(advance, th0, bounds, read, repeat)
         if not textbook:
             print(
                 f"   {'JAX peer (jit+vmap+fori_loop, log domain)':46s}: compile {ctime:5.2f} s, run {sec:6.2f} s"
@@ -274,13 +284,13 @@ def jax_peer(ds, param: str, steps: int, ref: Reference, line: Line, torch_final
             )
 
 
-def torch_peer(ds, param: str, steps: int, threads: int, ref: Reference, line: Line, torch_final) -> None:
+def torch_peer(ds, param: str, steps: int, threads: int, ref: Reference, line: Line, torch_final, repeat: int) -> None:
     """The batched eager torch peer (log domain), timed and checked."""
     X, Z, gam = (torch.tensor(a) for a in e3.problem(ds))
     th0 = {k: torch.tensor(a) for k, a in e3.initial(param, len(X)).items()}
     advance = lambda th, k: peer_torch.run(th, X, Z, gam, LR, k)  # noqa: E731
     read = lambda th: {k: a.numpy().copy() for k, a in th.items()}  # noqa: E731
-    sec, its = timed_segments(advance, th0, ref.boundaries(), read)
+    sec, its = timed_segments(advance, th0, ref.boundaries(), read, repeat)
     print(
         f"   {'batched eager torch peer (log domain)':46s}: run {sec:6.2f} s"
         f" | {line.rate(sec)} | {line.ratio(sec)} ({threads} threads)"
@@ -292,7 +302,10 @@ def sweep(param: str, a: argparse.Namespace, steps: int, peak: float) -> None:
     B, threads, workers = a.seeds, a.threads, a.workers
     kernels, peers = a.kernels.split(","), a.peers.split(",")
     ways = [("1 process", threads, 1)] + ([(f"{workers} processes", 1, workers)] if workers > 1 else [])
-    print(f"E3 sweep param={param} B={B} steps={steps} ({flops_per_step(param)} flop per data set and step)")
+    print(
+        f"E3 sweep param={param} B={B} steps={steps} ({flops_per_step(param)} flop per data set and step;"
+        f" times: least of {a.repeat}; load average {os.getloadavg()[0]:.1f})"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         runs = []
         if a.cold:  # an empty numba cache: the kernel is compiled in this process
@@ -303,7 +316,8 @@ def sweep(param: str, a: argparse.Namespace, steps: int, peak: float) -> None:
             for label, thr, w in ways:
                 save = os.path.join(tmp, f"{kern}.npz") if w == 1 else ""
                 name = f"{kern}, {label}{f', {thr} threads' if w == 1 else ''}"
-                runs.append((name, *batched_process(param, B, steps, thr, w, kern, save=save)))
+                timed = [batched_process(param, B, steps, thr, w, kern, save=save) for _ in range(a.repeat)]
+                runs.append((name, *(min(t[i] for t in timed) for i in (0, 1)), timed[0][2], timed[0][3]))
         finals = {k: v for k, v in np.load(os.path.join(tmp, "fused.npz")).items()}
         torch_final = None
         if os.path.exists(os.path.join(tmp, "torch.npz")):
@@ -314,18 +328,19 @@ def sweep(param: str, a: argparse.Namespace, steps: int, peak: float) -> None:
     if "loop" in peers:
         per = [baseline_run(generate.paper_law(N, T, D, seed=s), param, steps) for s in range(a.baseline_runs)]
         base = float(np.mean(per)) * B
-    for label, wall, inner, summary in runs:
+    for label, wall, inner, summary, load in runs:
         up = "" if base is None else f" | speed-up over the loop {base / wall:6.1f}x"
+        ld = f"kernel load {load:5.2f} s, " if load else ""
         print(
-            f"   attsvm {label:39s}: whole process {wall:6.2f} s (engine {inner:6.2f} s | {line.rate(inner)})"
+            f"   attsvm {label:39s}: whole process {wall:6.2f} s ({ld}engine {inner:6.2f} s | {line.rate(inner)})"
             f"{up} | mean final max s {summary:.15f}"
         )
     ds = e3.dataset(B)
     ref = Reference(ds, param, steps, threads, finals)
     if "jax" in peers:
-        jax_peer(ds, param, steps, ref, line, torch_final)
+        jax_peer(ds, param, steps, ref, line, torch_final, a.repeat)
     if "torch" in peers:
-        torch_peer(ds, param, steps, threads, ref, line, torch_final)
+        torch_peer(ds, param, steps, threads, ref, line, torch_final, a.repeat)
     if base is not None:
         print(
             f"   per-run autograd+SGD loop (1 data set at a time): {np.mean(per) * 1e3:7.1f} ms/run"
@@ -444,6 +459,7 @@ def main() -> int:
     ap.add_argument("--kernels", default="fused,torch", help="kernels of the sweep, comma-separated (fused,torch)")
     ap.add_argument("--cold", action="store_true", help="also one fused process with an empty numba cache")
     ap.add_argument("--skip-precision", action="store_true", help="only the sweeps")
+    ap.add_argument("--repeat", type=int, default=1, help="time attsvm and the peers this many times, keep the least")
     ap.add_argument(
         "--threads",
         type=int,
