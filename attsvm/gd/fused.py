@@ -211,12 +211,20 @@ def _forward(W, X, Z, gam, gs, mask, has_mask, Wz, a, e, lz, gtop, u):
             store(Wz, j + 2, s2)
             store(Wz, j + 3, s3)
             j += 4
-        while j < d:
+        if j + 2 <= d:  # the rest: two chains, then one
+            s0 = s1 = zero
+            for k in range(d):
+                z = load(Z, (i, k))
+                s0 = add(s0, mul(z, load(W, (j, k))))
+                s1 = add(s1, mul(z, load(W, (j + 1, k))))
+            store(Wz, j, s0)
+            store(Wz, j + 1, s1)
+            j += 2
+        if j < d:
             s = zero
             for k in range(d):
                 s = add(s, mul(load(Z, (i, k)), load(W, (j, k))))
             store(Wz, j, s)
-            j += 1
         t = 0
         while t + 4 <= T:
             s0 = s1 = s2 = s3 = zero
@@ -325,12 +333,20 @@ def _direction(Xs, Zs, gs, a, e, lz, gtop, u, loss, S, w, U, G):
             store(U, (i, j + 2), s2)
             store(U, (i, j + 3), s3)
             j += 4
-        while j < d:
+        if j + 2 <= d:
+            s0 = s1 = zero
+            for t in range(T):
+                y = load(w, (i, t))
+                s0 = add(s0, mul(load(Xs, (i, t, j)), y))
+                s1 = add(s1, mul(load(Xs, (i, t, j + 1)), y))
+            store(U, (i, j), s0)
+            store(U, (i, j + 1), s1)
+            j += 2
+        if j < d:
             s = zero
             for t in range(T):
                 s = add(s, mul(load(Xs, (i, t, j)), load(w, (i, t))))
             store(U, (i, j), s)
-            j += 1
     for j in range(d):
         k = 0
         while k + 4 <= d:
@@ -346,12 +362,20 @@ def _direction(Xs, Zs, gs, a, e, lz, gtop, u, loss, S, w, U, G):
             store(G, (j, k + 2), s2)
             store(G, (j, k + 3), s3)
             k += 4
-        while k < d:
+        if k + 2 <= d:
+            s0 = s1 = zero
+            for i in range(N):
+                x = load(U, (i, j))
+                s0 = add(s0, mul(x, load(Zs, (i, k))))
+                s1 = add(s1, mul(x, load(Zs, (i, k + 1))))
+            store(G, (j, k), s0)
+            store(G, (j, k + 1), s1)
+            k += 2
+        if k < d:
             s = zero
             for i in range(N):
                 s = add(s, mul(load(U, (i, j)), load(Zs, (i, k))))
             store(G, (j, k), s)
-            k += 1
     _normalise(G)
 
 
@@ -474,12 +498,20 @@ def _attention(kq, P1, P2, Wb):
             store(Wb, (j, k + 2), s2)
             store(Wb, (j, k + 3), s3)
             k += 4
-        while k < d:
+        if k + 2 <= d:
+            s0 = s1 = zero
+            for r in range(m):
+                x = load(P1, (j, r))
+                s0 = add(s0, mul(x, load(P2, (k, r))))
+                s1 = add(s1, mul(x, load(P2, (k + 1, r))))
+            store(Wb, (j, k), s0)
+            store(Wb, (j, k + 1), s1)
+            k += 2
+        if k < d:
             s = zero
             for r in range(m):
                 s = add(s, mul(load(P1, (j, r)), load(P2, (k, r))))
             store(Wb, (j, k), s)
-            k += 1
 
 
 @_kernel
@@ -502,13 +534,21 @@ def _product(G, F, out, transpose):
             store(out, (j, r + 2), s2)
             store(out, (j, r + 3), s3)
             r += 4
-        while r < m:
+        if r + 2 <= m:
+            s0 = s1 = zero
+            for k in range(d):
+                x = load(G, (k, j)) if transpose else load(G, (j, k))
+                s0 = add(s0, mul(x, load(F, (k, r))))
+                s1 = add(s1, mul(x, load(F, (k, r + 1))))
+            store(out, (j, r), s0)
+            store(out, (j, r + 1), s1)
+            r += 2
+        if r < m:
             s = zero
             for k in range(d):
                 x = load(G, (k, j)) if transpose else load(G, (j, k))
                 s = add(s, mul(x, load(F, (k, r))))
             store(out, (j, r), s)
-            r += 1
 
 
 @_kernel(inline=True)

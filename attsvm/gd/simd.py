@@ -175,6 +175,18 @@ ne = _compare("!=", False, "Lane-wise $a\\ne b$ (true where either is NaN, as Py
 
 
 @intrinsic
+def both(typingctx, m1, m2):
+    """Lane-wise ``m1 and m2`` of two masks."""
+    if m1 != mask8 or m2 != mask8:
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.and_(args[0], args[1])
+
+    return mask8(m1, m2), codegen
+
+
+@intrinsic
 def where(typingctx, m, a, b):
     """Lane-wise ``a if m else b``."""
     if m != mask8 or a != f64x8 or b != f64x8:
@@ -235,6 +247,19 @@ def pow2(typingctx, k):
 
 
 @intrinsic
+def from_integer_bits(typingctx, v):
+    r"""Lane-wise the float64 whose bit pattern is the integer $v$ ($0\le v<2^{63}$ integral): $v\cdot2^{-1074}$ for
+    $v\le2^{52}$ (the subnormals and $2^{-1022}$), exact."""
+    if v != f64x8:
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.bitcast(builder.fptosi(args[0], _IVEC), _VEC)
+
+    return f64x8(v), codegen
+
+
+@intrinsic
 def lane(typingctx, v, i):
     """Lane ``i`` of ``v`` (a float64)."""
     if v != f64x8 or not isinstance(i, types.Integer):
@@ -278,7 +303,7 @@ EXP_Q = (
     2.7620075879983367e-07,
     2.5100375832561234e-08,
 )
-TWOM1000 = 2.0**-1000
+TWO52 = 2.0**52
 #: below this $e^x<2^{-1075}$ rounds to 0 (the largest such $x$ is $-745.1332\ldots$)
 UNDERFLOW = -745.2
 
@@ -304,8 +329,9 @@ def exp_scalar_formula(x: float, q: tuple[float, ...] = EXP_Q) -> float:
 def exp(x):
     r"""Lane-wise $e^x$ for $x\le709$ or $x=-\infty$, within 1 ulp: $x=k\ln2+r$, $|r|\le\frac12\ln2$ (Cody–Waite,
     $\ln2$ in two parts, as fdlibm), $e^r=1+r+r^2Q(r)$ (:data:`EXP_Q`; evaluated as fdlibm's
-    $1-((\mathrm{lo}-r^2Q)-\mathrm{hi})$ so the small terms are added first), then $2^k$ from its bits — in two exact
-    factors ($2^{k+1000}\cdot2^{-1000}$) when the result is subnormal, so it is rounded once. $e^0=1$ exactly;
+    $1-((\mathrm{lo}-r^2Q)-\mathrm{hi})$ so the small terms are added first), then $2^k$ from its bits — and a subnormal
+    result $m\,2^{-1074}$ from the bits of its integer $m=y\,2^{k+1074}$ rounded to nearest even, so it is rounded
+    once and no product underflows. $e^0=1$ exactly;
     $x<-745.2$ gives 0 (set, not computed). (Checked against 50-digit mpmath in the tests.)"""
     # a result that rounds to 0 is set, not computed: a product that underflows costs a microcode assist (over
     # 100 cycles for the whole vector), and e^{-inf} = 0 is common here (the pairs of the argmax, masked tokens)
@@ -326,9 +352,15 @@ def exp(x):
     p = add(splat(EXP_Q[1]), mul(r, p))
     p = add(splat(EXP_Q[0]), mul(r, p))
     y = sub(splat(1.0), sub(sub(lo, mul(mul(r, r), p)), hi))
-    small = lt(kf, splat(-1020.0))
-    k1 = where(small, add(kf, splat(1000.0)), kf)
-    return where(zero, splat(0.0), mul(mul(y, pow2(k1)), where(small, splat(TWOM1000), splat(1.0))))
+    # a subnormal result m 2^-1074 is built from its integer m = y 2^(k+1074) rounded to nearest even (by adding and
+    # subtracting 2^52, exact in the normal range), not by a product that underflows (a microcode assist)
+    low = lt(kf, splat(-1021.0))
+    scaled = mul(y, pow2(where(low, add(kf, splat(1074.0)), splat(0.0))))
+    subn = both(low, lt(scaled, splat(TWO52)))
+    m = sub(add(scaled, splat(TWO52)), splat(TWO52))
+    kn = where(subn, splat(0.0), where(low, splat(-1022.0), kf))
+    normal = mul(y, pow2(kn))
+    return where(zero, splat(0.0), where(subn, from_integer_bits(m), normal))
 
 
 # ---------------------------------------------------------------------- log
