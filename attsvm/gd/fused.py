@@ -32,9 +32,10 @@ neighbours (no operation mixes lanes, no reassociation, no fused multiply-add co
 therefore do not depend on the batch, its order, the group it falls in, the shards or the threads. Every sum is
 a register accumulator; a contraction computes four sums at once (independent chains, so the adds' latency does
 not serialise the loop), and the forward pass runs its exps and logs in passes over all $i$ so their long
-dependency chains overlap. ``exp`` has no division and sets the results that round to 0 instead of computing them
-(an underflowing product costs a microcode assist). Per data set and step: about 1500 cycles for $W$ and 3200
-for $(K,Q)$ at E3's sizes, against 3800 and 8600 before (the 32-lane loop version; docs/gd.md).
+dependency chains overlap. ``exp`` has no division, and its results that round to 0 or to a subnormal are set
+or built from integer bits instead of by a product that underflows (each such product costs a microcode assist).
+Per data set and step (CPU time, E3's sizes): about 1500–1650 cycles for $W$ and 2950–3200 for $(K,Q)$, against
+3700–4000 and 8600–8800 for the 32-lane loop version before it (docs/gd.md).
 
 **Numbers.** The same formulas as the torch engine in the same order, but not the same bits: ``exp``, ``log``
 and ``log1p`` are :func:`attsvm.gd.simd.exp` (fdlibm's reduction, a degree-9 polynomial for $(e^r-1-r)/r^2$),
