@@ -175,6 +175,19 @@ ne = _compare("!=", False, "Lane-wise $a\\ne b$ (true where either is NaN, as Py
 
 
 @intrinsic
+def any_lane(typingctx, m):
+    """Whether some lane of the mask ``m`` is true."""
+    if m != mask8:
+        return None
+
+    def codegen(context, builder, sig, args):
+        bits = builder.bitcast(args[0], ir.IntType(WIDTH))
+        return builder.icmp_unsigned("!=", bits, ir.Constant(ir.IntType(WIDTH), 0))
+
+    return types.boolean(m), codegen
+
+
+@intrinsic
 def both(typingctx, m1, m2):
     """Lane-wise ``m1 and m2`` of two masks."""
     if m1 != mask8 or m2 != mask8:
@@ -355,6 +368,8 @@ def exp(x):
     # a subnormal result m 2^-1074 is built from its integer m = y 2^(k+1074) rounded to nearest even (by adding and
     # subtracting 2^52, exact in the normal range), not by a product that underflows (a microcode assist)
     low = lt(kf, splat(-1021.0))
+    if not any_lane(low):  # the common case: every result normal (or 0)
+        return where(zero, splat(0.0), mul(y, pow2(kf)))
     scaled = mul(y, pow2(where(low, add(kf, splat(1074.0)), splat(0.0))))
     subn = both(low, lt(scaled, splat(TWO52)))
     m = sub(add(scaled, splat(TWO52)), splat(TWO52))
@@ -398,19 +413,6 @@ def split_exponent(typingctx, x):
         return context.make_tuple(builder, pair, [m, k])
 
     return pair(x), codegen
-
-
-@intrinsic
-def any_lane(typingctx, m):
-    """Whether some lane of the mask ``m`` is true."""
-    if m != mask8:
-        return None
-
-    def codegen(context, builder, sig, args):
-        bits = builder.bitcast(args[0], ir.IntType(WIDTH))
-        return builder.icmp_unsigned("!=", bits, ir.Constant(ir.IntType(WIDTH), 0))
-
-    return types.boolean(m), codegen
 
 
 @njit(inline="always", nogil=True)
