@@ -11,13 +11,14 @@ import sys
 from pathlib import Path
 
 import mpmath
+import numba
 import numpy as np
 import pytest
 
 from attsvm import generate, highprec, model
 from attsvm.data import Dataset, subset
 from attsvm.errors import InputError
-from attsvm.gd import fused, run
+from attsvm.gd import fused, run, simd
 from attsvm.tolerances import tol
 
 
@@ -60,20 +61,63 @@ def test_exp_special_values():
 
 
 def test_a_wrong_coefficient_breaks_the_one_ulp_check():
-    """The ulp check above can fail: the same algorithm with one coefficient off in its 8th digit is off by
-    more than an ulp (evaluated here in Python, the kernel's formula with the changed constant)."""
-
-    def exp_with(p1: float, x: float) -> float:
-        kf = math.floor(x * fused._INVLN2 + 0.5)
-        hi, lo = x - kf * fused._LN2HI, kf * fused._LN2LO
-        r = hi - lo
-        t = r * r
-        c = r - t * (p1 + t * (fused._P2 + t * (fused._P3 + t * (fused._P4 + t * fused._P5))))
-        return math.ldexp(1.0 - ((lo - (r * c) / (2.0 - c)) - hi), int(kf))
-
+    """The ulp check above can fail: the kernel's formula (:func:`attsvm.gd.simd.exp_scalar_formula`, the same
+    operations in plain Python) with one polynomial coefficient off in its 8th digit is off by more than an ulp."""
     xs = np.linspace(-20.0, 20.0, 401)
-    assert max(_ulps(exp_with(fused._P1, float(x)), float(x)) for x in xs) < 1.0
-    assert max(_ulps(exp_with(fused._P1 * (1 + 1e-8), float(x)), float(x)) for x in xs) > 1.0
+    q = simd.EXP_Q
+    assert max(_ulps(simd.exp_scalar_formula(float(x), q), float(x)) for x in xs) < 1.0
+    bad = (q[0], q[1] * (1 + 1e-8), *q[2:])
+    assert max(_ulps(simd.exp_scalar_formula(float(x), bad), float(x)) for x in xs) > 1.0
+
+
+def test_the_vector_exp_is_the_scalar_formula():
+    """The compiled lanes compute :func:`~attsvm.gd.simd.exp_scalar_formula` bit for bit (normal and subnormal
+    results: ``ldexp`` rounds once, as the kernel's integer rounding does), so the planted-coefficient check above
+    speaks for the kernel."""
+    rng = np.random.default_rng(1)
+    xs = np.concatenate([rng.uniform(-700.0, 700.0, 999), rng.uniform(-745.2, -708.0, 999)])
+    got = fused.exp_array(xs)
+    assert all(g == simd.exp_scalar_formula(float(x)) for g, x in zip(got, xs))
+
+
+# ---------------------------------------------------------------------- log, log1p
+@numba.njit
+def _lanes_apply(x, which):
+    """simd.log (``which`` 0) or simd.log1p (1) of a 1-d array, 8 entries per vector (padded with ones)."""
+    n = x.shape[0]
+    m = -(-n // 8)
+    buf = np.ones((m, 8))
+    out = np.empty((m, 8))
+    for j in range(n):
+        buf[j // 8, j % 8] = x[j]
+    for c in range(m):
+        v = simd.load(buf, c)
+        simd.store(out, c, simd.log(v) if which == 0 else simd.log1p(v))
+    return out.reshape(-1)[:n].copy()
+
+
+def _ulps_of(got: float, ref) -> float:
+    near = float(ref)
+    ulp = math.ulp(near) if near != 0 else 2.0**-1074
+    return float(abs(mpmath.mpf(got) - ref) / ulp)
+
+
+def test_log_and_log1p_are_within_one_ulp_of_50_digit_mpmath():
+    """The kernel's vector log (of sums of exps in [1, T] and of the loss terms, any positive float) and log1p (of
+    values in [0, 1]) against 50-digit mpmath, and their special values."""
+    rng = np.random.default_rng(3)
+    xs = np.concatenate(
+        [rng.uniform(1, 8, 3000), np.exp(rng.uniform(-700, 700, 2000)), 1 + rng.uniform(-1e-6, 1e-6, 500),
+         rng.uniform(0.5, 2, 1000), np.array([1.0, 2.0, 0.5, math.sqrt(2), 1e-310, 5e-324, 1.7976931348623157e308])]
+    )  # fmt: skip
+    ys = np.concatenate([rng.uniform(0, 1, 3000), np.exp(rng.uniform(-745, 0, 2000)), np.array([0.0, 1.0, 5e-324])])
+    with mpmath.workdps(50):
+        worst_log = max(_ulps_of(g, mpmath.log(mpmath.mpf(x))) for g, x in zip(_lanes_apply(xs, 0), xs))
+        worst_log1p = max(_ulps_of(g, mpmath.log1p(mpmath.mpf(y))) for g, y in zip(_lanes_apply(ys, 1), ys))
+    assert worst_log < 1.0 and worst_log1p < 1.0, (worst_log, worst_log1p)
+    special = _lanes_apply(np.array([0.0, np.inf, -1.0, np.nan, 1.0]), 0)
+    assert special[0] == -np.inf and special[1] == np.inf and np.isnan(special[2]) and np.isnan(special[3])
+    assert special[4] == 0.0 and _lanes_apply(np.array([0.0]), 1)[0] == 0.0
 
 
 # ---------------------------------------------------------------------- against the torch kernel

@@ -21,7 +21,7 @@ GD = Path(gd_pkg.__file__).parent
 
 #: the layers of attsvm/gd, lowest first: a module imports only modules of strictly lower layers
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("init", "numerics", "options", "reference", "summary", "targets"),
+    ("init", "numerics", "options", "reference", "simd", "summary", "targets"),
     ("algorithm", "model_torch", "ranges", "steepest", "trajectory"),
     ("steps",),
     ("algos.adam", "algos.gd", "algos.md", "algos.ngd", "algos.nsd", "algos.signum"),
@@ -34,7 +34,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("shards",),
 )
 #: the modules that import torch or numba at import time (reached lazily from the torch-free ones)
-HEAVY = {"fused", "loop", "model_torch", "numerics", "regpath", "steepest", "steps"}
+HEAVY = {"fused", "loop", "model_torch", "numerics", "regpath", "simd", "steepest", "steps"}
 
 
 def _sources(root: Path = GD) -> dict[str, str]:

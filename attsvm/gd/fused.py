@@ -23,25 +23,36 @@ when (:func:`attsvm.gd.engine.fused_applies`), and :func:`attsvm.gd.run` takes t
 (``kernel="auto"``); :func:`run_fused` is that path, records and progress included.
 
 **Why.** The batched torch step is about 65 kernels over (B,N,T) tensors per step, bound by memory traffic and
-per-kernel overhead (docs/gd.md, "Speed of the step"). Here a group of :data:`LANES` data sets stays in the cache
-for the whole run, and every operation runs across the group: the data sets are the innermost (SIMD) axis, so each
-data set's arithmetic is the plain sequential formula, independent of its neighbours (no reassociation, no
-fused multiply-add contraction). A run's numbers therefore do not depend on the batch, its order, the group it
-falls in, the shards or the threads.
+per-kernel overhead (docs/gd.md, "Speed of the step"). Here a group of :data:`LANES` = 8 data sets stays in the
+cache for the whole run, and every operation runs across the group: the data sets are the lanes of one
+:data:`~attsvm.gd.simd.f64x8` value (LLVM ``<8 x double>``, one AVX-512 register), every array holds its 8 lanes
+last and contiguous, and the kernel is written in the lane-wise operations of :mod:`attsvm.gd.simd` (load, store,
+add, mul, exp, log, ...), so each data set's arithmetic is the plain sequential formula, independent of its
+neighbours (no operation mixes lanes, no reassociation, no fused multiply-add contraction). A run's numbers
+therefore do not depend on the batch, its order, the group it falls in, the shards or the threads. Every sum is
+a register accumulator; a contraction computes four sums at once (independent chains, so the adds' latency does
+not serialise the loop), and the forward pass runs its exps and logs in passes over all $i$ so their long
+dependency chains overlap. ``exp`` has no division, and its results that round to 0 or to a subnormal are set
+or built from integer bits instead of by a product that underflows (each such product costs a microcode assist).
+Per data set and step (CPU time, E3's sizes): about 1500–1650 cycles for $W$ and 2950–3200 for $(K,Q)$, against
+3700–4000 and 8600–8800 for the 32-lane loop version before it (docs/gd.md).
 
-**Numbers.** The same formulas as the torch engine in the same order, but not the same bits: ``exp`` is
-:func:`exp_lanes` (fdlibm's reduction and minimax polynomial, $<1$ ulp, vectorisable) where torch uses SLEEF,
-and sums run in plain sequential order where torch's reductions use its own. The two agree to
-``tol("batch_rtol")`` over short runs and both agree with the 50-digit replay (:func:`attsvm.highprec.replay`)
-to ``tol("replay_rtol")`` (tested).
+**Numbers.** The same formulas as the torch engine in the same order, but not the same bits: ``exp``, ``log``
+and ``log1p`` are :func:`attsvm.gd.simd.exp` (fdlibm's reduction, a degree-9 polynomial for $(e^r-1-r)/r^2$),
+:func:`~attsvm.gd.simd.log` and :func:`~attsvm.gd.simd.log1p` (fdlibm's method), each within 1 ulp of 50-digit
+mpmath (tested), where torch uses SLEEF and libm, and sums run in plain sequential order where torch's reductions
+use their own. The two agree to ``tol("batch_rtol")`` over short runs and both agree with the 50-digit replay
+(:func:`attsvm.highprec.replay`) to ``tol("replay_rtol")`` (tested).
 
 Threads: the groups are split into ``threads`` contiguous ranges run on Python threads (the kernel releases the
 GIL; no threading layer of numba is used, so a forked worker is safe). Compiled code is cached on disk by numba in
-:func:`cache_dir`: the first run after an install compiles the kernel (about 15 s on a 2-core machine).
+:func:`cache_dir` (a folder per version of :mod:`attsvm.gd.simd`): the first run after an install compiles the
+kernel (about 15 s on a 2-core machine).
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import time
@@ -52,19 +63,44 @@ from pathlib import Path
 
 import numba
 import numpy as np
-from llvmlite import ir
-from numba import njit, types
-from numba.extending import intrinsic
+from numba import njit
 
 from ..errors import InputError
 from ..model import scores
+from . import simd
 from .options import FUSED_LOSSES
 from .result import NONFINITE, STOP_REASONS, GDResult
+from .simd import (
+    WIDTH,
+    add,
+    any_lane,
+    div,
+    eq,
+    exp,
+    fabs,
+    gt,
+    lane,
+    load,
+    log,
+    log1p,
+    lt,
+    mul,
+    ne,
+    neg,
+    pow2,
+    splat,
+    split_exponent,
+    sqrt,
+    store,
+    sub,
+    where,
+    with_lane,
+)  # fmt: skip
 from .spec import Job
 from .summary import Recorder, fields, record_row
 
 #: data sets per group: the innermost (SIMD) axis of every array of the kernel
-LANES = 32  # (a batch of fewer data sets is one group of that many lanes: no padded work)
+LANES = WIDTH  # one f64x8 register (a batch is padded to a multiple of 8 with copies of its first data set)
 #: the progress callback is called at least every 1/PROGRESS_PARTS of the run (and at the record steps)
 PROGRESS_PARTS = 100
 #: seconds of steps the kernel runs before it returns to Python (where a Ctrl-C is noticed and progress reported):
@@ -81,18 +117,7 @@ SCHEDULE_CODES = {"constant": 0, "rsqrt": 1}
 
 _TINY = float(np.finfo(np.float64).tiny)
 _NEG_MAX = -float(np.finfo(np.float64).max)
-
-# fdlibm's exp (e_exp.c): ln 2 split in a high part with trailing zero bits and the rest, and the minimax
-# coefficients of R(r^2) on [0, (ln 2 / 2)^2] (error below 2^-59)
-_INVLN2 = 1.44269504088896338700e00
-_LN2HI = 6.93147180369123816490e-01
-_LN2LO = 1.90821492927058770002e-10
-_P1 = 1.66666666666666019037e-01
-_P2 = -2.77777777770155933842e-03
-_P3 = 6.61375632143793436117e-05
-_P4 = -1.65339022054652515390e-06
-_P5 = 4.13813679705723846039e-08
-_TWOM1000 = 2.0**-1000
+_TWO1021 = 2.0**1021
 
 _JIT = {"cache": True, "nogil": True, "error_model": "numpy"}
 
@@ -108,13 +133,21 @@ def cache_dir() -> Path:
     return Path(base) / "attsvm" / "numba"
 
 
+def _simd_stamp() -> str:
+    """A digest of :mod:`attsvm.gd.simd`'s source: numba's cache checks only the file of the cached function, and
+    the kernel inlines simd's functions, so the cache lives in a folder named after simd's source (an edit of
+    simd.py alone compiles afresh instead of loading stale code)."""
+    return hashlib.sha256(Path(simd.__file__).read_bytes()).hexdigest()[:16]
+
+
 def _kernel(fn=None, *, inline: bool = False):
-    """``numba.njit`` with :data:`_JIT`, its on-disk cache in :func:`cache_dir` (numba picks the cache folder when a
-    function is decorated: the setting is made for this decoration only, and other numba code keeps its own)."""
+    """``numba.njit`` with :data:`_JIT`, its on-disk cache in :func:`cache_dir` (in a folder named after
+    :func:`_simd_stamp`; numba picks the cache folder when a function is decorated: the setting is made for this
+    decoration only, and other numba code keeps its own)."""
 
     def deco(f):
         before = numba.config.CACHE_DIR
-        numba.config.CACHE_DIR = str(cache_dir())
+        numba.config.CACHE_DIR = str(cache_dir() / f"simd-{_simd_stamp()}")
         try:
             return njit(**({"inline": "always"} if inline else {}), **_JIT)(f)
         finally:
@@ -123,294 +156,419 @@ def _kernel(fn=None, *, inline: bool = False):
     return deco if fn is None else deco(fn)
 
 
-@intrinsic
-def _f64_from_bits(typingctx, bits):
-    """The float64 whose IEEE bit pattern is the int64 ``bits`` (an LLVM bitcast)."""
-    sig = types.float64(types.int64)
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.DoubleType())
-
-    return sig, codegen
+@_kernel
+def exp_array(x: np.ndarray) -> np.ndarray:
+    """:func:`attsvm.gd.simd.exp` of every entry of a 1-d array (for the tests)."""
+    n = x.shape[0]
+    m = -(-n // LANES)
+    buf = np.zeros((m, LANES))
+    out = np.empty((m, LANES))
+    for j in range(n):
+        buf[j // LANES, j % LANES] = x[j]
+    for c in range(m):
+        store(out, c, exp(load(buf, c)))
+    res = np.empty(n)
+    for j in range(n):
+        res[j] = out[j // LANES, j % LANES]
+    return res
 
 
 @_kernel(inline=True)
-def exp_lanes(x: float) -> float:
-    r"""$e^x$ for $x\le709$ or $x=-\infty$, within 1 ulp (fdlibm's algorithm), written without branches so that a
-    loop over data sets vectorises: $x=k\ln2+r$, $|r|\le\frac12\ln2$ (Cody–Waite, $\ln2$ in two parts),
-    $e^r=1+r+\frac{rc(r)}{2-c(r)}$ with $c(r)=r-r^2R(r^2)$, then $2^k$ from its bits — in two exact factors
-    ($2^{k+1000}\cdot2^{-1000}$) when the result is subnormal, so it is rounded once. $e^0=1$ exactly; $x<-745.2$
-    gives 0. (Checked against 50-digit mpmath in the tests.)"""
-    x = min(max(x, -746.0), 709.0)
-    kf = np.floor(x * _INVLN2 + 0.5)
-    hi = x - kf * _LN2HI
-    lo = kf * _LN2LO
-    r = hi - lo
-    t = r * r
-    c = r - t * (_P1 + t * (_P2 + t * (_P3 + t * (_P4 + t * _P5))))
-    y = 1.0 - ((lo - (r * c) / (2.0 - c)) - hi)
-    sub = kf < -1020.0
-    k1 = kf + 1000.0 if sub else kf
-    return y * _f64_from_bits((np.int64(k1) + 1023) << 52) * (_TWOM1000 if sub else 1.0)
+def _log_neg_dloss(u, loss):
+    r"""$\log|\ell'(u)|$ per lane (:func:`~attsvm.gd.model_torch.log_neg_loss_derivative_t`): logistic
+    $-(m+\log(1+e^{u-2m}))$, $m=\max(u,0)$; exponential $-u$; correlation 0; nll $-\log u$."""
+    zero = splat(0.0)
+    if loss == 0:
+        m = where(gt(u, zero), u, zero)
+        return neg(add(m, log1p(exp(sub(u, add(m, m))))))
+    if loss == 1:
+        return neg(u)
+    if loss == 2:
+        return zero
+    return neg(log(u))
 
 
 @_kernel
-def exp_array(x: np.ndarray) -> np.ndarray:
-    """:func:`exp_lanes` of every entry of a 1-d array (for the tests)."""
-    out = np.empty_like(x)
-    for j in range(x.shape[0]):
-        out[j] = exp_lanes(x[j])
+def _forward(W, X, Z, gam, gs, mask, has_mask, Wz, a, e, lz, gtop, u):
+    r"""Forward pass of one group at $W$ (d,d,8): ``a`` ← $\log s$ (N,T,8), ``e`` ← $e^{a-\max a}$, ``lz`` ←
+    $\log Z$, ``gtop`` ← the rescaled score ``gs`` at the first $\arg\max_ta_{it}$, ``u`` ← $u_i$
+    (:func:`~attsvm.gd.steps.forward`). Every sum runs in index order from $0$, one :data:`f64x8` accumulator per
+    output held in a register."""
+    N, T, d = X.shape[0], X.shape[1], X.shape[2]
+    zero = splat(0.0)
+    ninf = splat(-np.inf)
+    for i in range(N):
+        j = 0
+        while j + 4 <= d:  # four sums at once: independent chains keep both vector units busy
+            s0 = s1 = s2 = s3 = zero
+            for k in range(d):
+                z = load(Z, (i, k))
+                s0 = add(s0, mul(z, load(W, (j, k))))
+                s1 = add(s1, mul(z, load(W, (j + 1, k))))
+                s2 = add(s2, mul(z, load(W, (j + 2, k))))
+                s3 = add(s3, mul(z, load(W, (j + 3, k))))
+            store(Wz, j, s0)
+            store(Wz, j + 1, s1)
+            store(Wz, j + 2, s2)
+            store(Wz, j + 3, s3)
+            j += 4
+        if j + 2 <= d:  # the rest: two chains, then one
+            s0 = s1 = zero
+            for k in range(d):
+                z = load(Z, (i, k))
+                s0 = add(s0, mul(z, load(W, (j, k))))
+                s1 = add(s1, mul(z, load(W, (j + 1, k))))
+            store(Wz, j, s0)
+            store(Wz, j + 1, s1)
+            j += 2
+        if j < d:
+            s = zero
+            for k in range(d):
+                s = add(s, mul(load(Z, (i, k)), load(W, (j, k))))
+            store(Wz, j, s)
+        t = 0
+        while t + 4 <= T:
+            s0 = s1 = s2 = s3 = zero
+            for j in range(d):
+                y = load(Wz, j)
+                s0 = add(s0, mul(load(X, (i, t, j)), y))
+                s1 = add(s1, mul(load(X, (i, t + 1, j)), y))
+                s2 = add(s2, mul(load(X, (i, t + 2, j)), y))
+                s3 = add(s3, mul(load(X, (i, t + 3, j)), y))
+            store(a, (i, t), s0)
+            store(a, (i, t + 1), s1)
+            store(a, (i, t + 2), s2)
+            store(a, (i, t + 3), s3)
+            t += 4
+        while t < T:
+            s = zero
+            for j in range(d):
+                s = add(s, mul(load(X, (i, t, j)), load(Wz, j)))
+            store(a, (i, t), s)
+            t += 1
+        amax = ninf
+        g = zero
+        for t in range(T):
+            s = load(a, (i, t))
+            if has_mask:
+                s = where(ne(load(mask, (i, t)), zero), s, ninf)
+                store(a, (i, t), s)
+            if t == 0:
+                amax = s
+                g = load(gs, (i, 0))
+            else:
+                up = gt(s, amax)
+                amax = where(up, s, amax)
+                g = where(up, load(gs, (i, t)), g)
+        store(gtop, i, g)
+        store(lz, i, amax)  # lz holds max_t a first, then the sum of the exps, then log Z
+    # the rest in passes over all i: each pass's chains (exp, log) are independent across i and overlap
+    for i in range(N):
+        amax = load(lz, i)
+        acc = zero
+        for t in range(T):
+            sh = sub(load(a, (i, t)), amax)
+            store(a, (i, t), sh)
+            ee = exp(sh)
+            store(e, (i, t), ee)
+            acc = add(acc, ee)
+        store(lz, i, acc)
+    for i in range(N):
+        lzi = log(load(lz, i))
+        store(lz, i, lzi)
+        store(u, i, exp(neg(lzi)))  # u holds 1/Z = e^{-log Z} first, then u
+    for i in range(N):
+        lzi = load(lz, i)
+        inv_z = load(u, i)
+        acc = zero
+        for t in range(T):
+            store(a, (i, t), sub(load(a, (i, t)), lzi))
+            acc = add(acc, mul(mul(load(e, (i, t)), inv_z), load(gam, (i, t))))
+        store(u, i, acc)
+
+
+@_kernel
+def _direction(Xs, Zs, gs, a, e, lz, gtop, u, loss, S, w, U, G):
+    r"""$\hat G=2^{-e}\,e^{-M}\nabla\mathcal L(W)$ (d,d,8) with $\max|\hat G|\in[\frac12,1)$, or 0 (log-domain token
+    weights, :func:`~attsvm.gd.model_torch.token_weights_logdomain`, then $\sum_{i,t}\tilde\omega_{it}x_{it}z_i^\top$):
+    $\delta_t=\hat\gamma_t-\hat\gamma_{t_1}$; $S=\log s+\log|\ell'|-\log Z$ off $A$ ($-\infty$ on $A$), $M=\max S$;
+    $\rho_i=\sum_te^{S-M}\delta$; $\tilde\omega=(e^{S-M}e^{\log Z}\delta-e\,\rho)\cdot(-1/N)$. ``w`` holds $\delta$
+    first, then the weights."""
+    N, T, d = Xs.shape[0], Xs.shape[1], Xs.shape[2]
+    zero = splat(0.0)
+    ninf = splat(-np.inf)
+    M = ninf
+    for i in range(N):
+        lc = add(_log_neg_dloss(load(u, i), loss), neg(load(lz, i)))
+        g1 = load(gtop, i)
+        for t in range(T):
+            da = sub(load(gs, (i, t)), g1)
+            v = add(where(ne(da, zero), load(a, (i, t)), ninf), lc)
+            store(w, (i, t), da)
+            store(S, (i, t), v)
+            M = where(gt(v, M), v, M)
+    M = where(gt(M, splat(_NEG_MAX)), M, splat(_NEG_MAX))
+    inv_n = splat(-1.0 / N)
+    for i in range(N):  # all exps first: independent chains that overlap
+        for t in range(T):
+            store(S, (i, t), exp(sub(load(S, (i, t)), M)))
+    for i in range(N):
+        rho = zero
+        ez = exp(load(lz, i))
+        for t in range(T):
+            rho = add(rho, mul(load(S, (i, t)), load(w, (i, t))))
+        for t in range(T):
+            wt = sub(mul(mul(load(S, (i, t)), ez), load(w, (i, t))), mul(load(e, (i, t)), rho))
+            store(w, (i, t), mul(wt, inv_n))
+        j = 0
+        while j + 4 <= d:
+            s0 = s1 = s2 = s3 = zero
+            for t in range(T):
+                y = load(w, (i, t))
+                s0 = add(s0, mul(load(Xs, (i, t, j)), y))
+                s1 = add(s1, mul(load(Xs, (i, t, j + 1)), y))
+                s2 = add(s2, mul(load(Xs, (i, t, j + 2)), y))
+                s3 = add(s3, mul(load(Xs, (i, t, j + 3)), y))
+            store(U, (i, j), s0)
+            store(U, (i, j + 1), s1)
+            store(U, (i, j + 2), s2)
+            store(U, (i, j + 3), s3)
+            j += 4
+        if j + 2 <= d:
+            s0 = s1 = zero
+            for t in range(T):
+                y = load(w, (i, t))
+                s0 = add(s0, mul(load(Xs, (i, t, j)), y))
+                s1 = add(s1, mul(load(Xs, (i, t, j + 1)), y))
+            store(U, (i, j), s0)
+            store(U, (i, j + 1), s1)
+            j += 2
+        if j < d:
+            s = zero
+            for t in range(T):
+                s = add(s, mul(load(Xs, (i, t, j)), load(w, (i, t))))
+            store(U, (i, j), s)
+    for j in range(d):
+        k = 0
+        while k + 4 <= d:
+            s0 = s1 = s2 = s3 = zero
+            for i in range(N):
+                x = load(U, (i, j))
+                s0 = add(s0, mul(x, load(Zs, (i, k))))
+                s1 = add(s1, mul(x, load(Zs, (i, k + 1))))
+                s2 = add(s2, mul(x, load(Zs, (i, k + 2))))
+                s3 = add(s3, mul(x, load(Zs, (i, k + 3))))
+            store(G, (j, k), s0)
+            store(G, (j, k + 1), s1)
+            store(G, (j, k + 2), s2)
+            store(G, (j, k + 3), s3)
+            k += 4
+        if k + 2 <= d:
+            s0 = s1 = zero
+            for i in range(N):
+                x = load(U, (i, j))
+                s0 = add(s0, mul(x, load(Zs, (i, k))))
+                s1 = add(s1, mul(x, load(Zs, (i, k + 1))))
+            store(G, (j, k), s0)
+            store(G, (j, k + 1), s1)
+            k += 2
+        if k < d:
+            s = zero
+            for i in range(N):
+                s = add(s, mul(load(U, (i, j)), load(Zs, (i, k))))
+            store(G, (j, k), s)
+    _normalise(G)
+
+
+@_kernel(inline=True)
+def _pow2_scales(A):
+    r"""$2^{-e}$ per lane, $\max|A|=f2^{e}$, $f\in[\frac12,1)$, $e$ clamped to $[-1023,1074]$ (1 for an all-zero
+    lane)."""
+    p, q = A.shape[0], A.shape[1]
+    mx = splat(0.0)
+    for j in range(p):
+        for k in range(q):
+            x = fabs(load(A, (j, k)))
+            mx = where(gt(x, mx), x, mx)
+    _, k = split_exponent(mx)  # mx = 2^k m, m in [1, 2): e = k + 1, exact from the bits for a normal mx
+    out = pow2(neg(add(k, splat(1.0))))
+    odd = lt(mx, splat(_TINY))
+    if any_lane(odd) or any_lane(gt(mx, splat(_TWO1021))) or any_lane(ne(mx, mx)):
+        for ln in range(LANES):  # 0, subnormal, huge or not finite: frexp/ldexp lane by lane
+            v = lane(mx, ln)
+            if not (_TINY <= v < _TWO1021):
+                sc = 1.0 if v == 0.0 else math.ldexp(1.0, -min(max(math.frexp(v)[1], -1023), 1074))
+                out = with_lane(out, ln, sc)
     return out
 
 
 @_kernel
-def _forward(W, X, Z, gam, mask, has_mask, Wz, a, e, lz, top, u, amax, acc):
-    r"""Forward pass of one group at $W$ (d,d,L): ``a`` ← $\log s$ (N,T,L), ``e`` ← $e^{a-\max a}$, ``lz`` ←
-    $\log Z$, ``top`` ← the first $\arg\max_ta_{it}$, ``u`` ← $u_i$ (:func:`~attsvm.gd.steps.forward`)."""
-    N, T, d, L = X.shape
-    for i in range(N):
-        for j in range(d):
-            _zero(Wz[i, j])
-            for k in range(d):
-                _fma(Wz[i, j], Z[i, k], W[j, k])
-        for t in range(T):
-            _zero(a[i, t])
-            for j in range(d):
-                _fma(a[i, t], X[i, t, j], Wz[i, j])
-            if has_mask:
-                _masked(a[i, t], mask[i, t])
-        for ln in range(L):
-            amax[ln] = a[i, 0, ln]
-            top[i, ln] = 0
-        for t in range(1, T):
-            for ln in range(L):
-                if a[i, t, ln] > amax[ln]:
-                    amax[ln] = a[i, t, ln]
-                    top[i, ln] = t
-        _zero(acc)
-        for t in range(T):
-            _shift_exp(a[i, t], amax, e[i, t], acc)
-        for ln in range(L):
-            lz[i, ln] = math.log(acc[ln])
-        for ln in range(L):
-            amax[ln] = exp_lanes(-lz[i, ln])
-        _zero(acc)
-        for t in range(T):
-            _log_softmax(a[i, t], lz[i])
-            _output(e[i, t], amax, gam[i, t], acc)
-        for ln in range(L):
-            u[i, ln] = acc[ln]
-
-
-@_kernel(inline=True)
-def _masked(a, mask):
-    for ln in range(a.shape[0]):
-        a[ln] = a[ln] if mask[ln] else -np.inf
-
-
-@_kernel(inline=True)
-def _shift_exp(a, amax, e, acc):
-    r"""$a\leftarrow a-\max a$, $e=e^{a}$, ``acc`` += $e$."""
-    for ln in range(a.shape[0]):
-        sh = a[ln] - amax[ln]
-        a[ln] = sh
-        ee = exp_lanes(sh)
-        e[ln] = ee
-        acc[ln] = acc[ln] + ee
-
-
-@_kernel(inline=True)
-def _log_softmax(a, lz):
-    for ln in range(a.shape[0]):
-        a[ln] = a[ln] - lz[ln]
-
-
-@_kernel(inline=True)
-def _output(e, inv_z, g, acc):
-    r"""``acc`` += $s\gamma$ with $s=e\cdot e^{-\log Z}$."""
-    for ln in range(e.shape[0]):
-        acc[ln] = acc[ln] + e[ln] * inv_z[ln] * g[ln]
-
-
-@_kernel
-def _log_neg_dloss(u, loss):
-    r"""$\log|\ell'(u)|$ (:func:`~attsvm.gd.model_torch.log_neg_loss_derivative_t`)."""
-    if loss == 0:
-        m = max(u, 0.0)
-        return -(m + math.log1p(exp_lanes(u - 2.0 * m)))
-    if loss == 1:
-        return -u
-    if loss == 2:
-        return 0.0
-    return -math.log(u)
-
-
-@_kernel
-def _direction(X, Z, gam, a, e, lz, top, u, loss, S, w, U, G, M, scale, lc):
-    r"""$\hat G=2^{-e}\,e^{-M}\nabla\mathcal L(W)$ (d,d,L) with $\max|\hat G|\in[\frac12,1)$, or 0 (log-domain token
-    weights, :func:`~attsvm.gd.model_torch.token_weights_logdomain`, then $\sum_{i,t}\tilde\omega_{it}x_{it}z_i^\top$).
-    ``w`` holds $\delta_t=\hat\gamma_t-\hat\gamma_{t_1}$ first, then the weights."""
-    N, T, d, L = X.shape
-    for ln in range(L):
-        M[ln] = -np.inf
-    for i in range(N):
-        for ln in range(L):
-            lc[ln] = _log_neg_dloss(u[i, ln], loss) + (-lz[i, ln])
-            scale[ln] = gam[i, top[i, ln], ln]
-        for t in range(T):
-            _pair_logs(gam[i, t], scale, a[i, t], lc, w[i, t], S[i, t], M)
-    for ln in range(L):
-        M[ln] = M[ln] if M[ln] > _NEG_MAX else _NEG_MAX
-    inv_n = -1.0 / N
-    for i in range(N):
-        for ln in range(L):
-            lc[ln] = 0.0  # rho_i
-            scale[ln] = exp_lanes(lz[i, ln])
-        for t in range(T):
-            _pair_exp(S[i, t], M, w[i, t], lc)
-        for t in range(T):
-            _weight(S[i, t], scale, w[i, t], e[i, t], lc, inv_n)
-        for j in range(d):
-            _zero(U[i, j])
-            for t in range(T):
-                _fma(U[i, j], X[i, t, j], w[i, t])
-    for j in range(d):
-        for k in range(d):
-            _zero(G[j, k])
-            for i in range(N):
-                _fma(G[j, k], U[i, j], Z[i, k])
-    _normalise(G, scale)
-
-
-@_kernel(inline=True)
-def _zero(out):
-    for ln in range(out.shape[0]):
-        out[ln] = 0.0
-
-
-@_kernel(inline=True)
-def _fma(out, x, y):
-    """``out += x * y`` (rounded twice: no contraction)."""
-    for ln in range(out.shape[0]):
-        out[ln] = out[ln] + x[ln] * y[ln]
-
-
-@_kernel(inline=True)
-def _pair_logs(g, gtop, logs, lc, delta, S, M):
-    r"""$\delta=\hat\gamma-\hat\gamma_{t_1}$; $S=\log s+\log|\ell'|-\log Z$ off $A$ ($-\infty$ on $A$);
-    $M\leftarrow\max(M,S)$."""
-    for ln in range(g.shape[0]):
-        da = g[ln] - gtop[ln]
-        v = (logs[ln] if da != 0.0 else -np.inf) + lc[ln]
-        delta[ln] = da
-        S[ln] = v
-        M[ln] = v if v > M[ln] else M[ln]
-
-
-@_kernel(inline=True)
-def _pair_exp(S, M, delta, rho):
-    r"""$S\leftarrow e^{S-M}$, $\rho\mathrel{+}=e^{S-M}\delta$."""
-    for ln in range(S.shape[0]):
-        es = exp_lanes(S[ln] - M[ln])
-        S[ln] = es
-        rho[ln] = rho[ln] + es * delta[ln]
-
-
-@_kernel(inline=True)
-def _weight(eS, ez, w, e, rho, inv_n):
-    r"""$\tilde\omega=(e^{S-M}e^{\log Z}\delta-e\,\rho)\cdot(-1/N)$ (``w`` holds $\delta$ on entry)."""
-    for ln in range(w.shape[0]):
-        w[ln] = (eS[ln] * ez[ln] * w[ln] - e[ln] * rho[ln]) * inv_n
-
-
-@_kernel
-def _normalise(A, scale):
+def _normalise(A):
     r"""$A\leftarrow2^{-e}A$ per lane with $\max|A|=f2^{e}$, $f\in[\frac12,1)$ (:func:`~attsvm.gd.numerics.normalise`;
     $e$ clamped to $[-1023,1074]$, an all-zero lane unchanged)."""
-    p, q, L = A.shape
-    _pow2_scales(A, scale)
-    for j in range(p):
-        for k in range(q):
-            for ln in range(L):
-                A[j, k, ln] = A[j, k, ln] * scale[ln]
+    sc = _pow2_scales(A)
+    for j in range(A.shape[0]):
+        for k in range(A.shape[1]):
+            store(A, (j, k), mul(load(A, (j, k)), sc))
+
+
+@_kernel(inline=True)
+def _unit_factor(A, lr_k):
+    r"""$\eta_k/\|A\|_F$ per lane, 0 where $A=0$ (:func:`~attsvm.gd.steps.unit_step`)."""
+    ss = splat(0.0)
+    for j in range(A.shape[0]):
+        for k in range(A.shape[1]):
+            x = load(A, (j, k))
+            ss = add(ss, mul(x, x))
+    nrm = sqrt(ss)
+    return where(gt(nrm, splat(0.0)), div(lr_k, where(gt(nrm, splat(_TINY)), nrm, splat(_TINY))), splat(0.0))
 
 
 @_kernel
-def _pow2_scales(A, scale):
-    r"""``scale`` ← $2^{-e}$ per lane, $\max|A|=f2^{e}$, $f\in[\frac12,1)$, $e$ clamped to $[-1023,1074]$ (1 for an
-    all-zero lane)."""
-    p, q, L = A.shape
-    for ln in range(L):
-        scale[ln] = 0.0
-    for j in range(p):
-        for k in range(q):
-            for ln in range(L):
-                scale[ln] = max(scale[ln], abs(A[j, k, ln]))
-    for ln in range(L):
-        if scale[ln] == 0.0:
-            scale[ln] = 1.0
-        else:
-            ex = math.frexp(scale[ln])[1]
-            scale[ln] = math.ldexp(1.0, -min(max(ex, -1023), 1074))
+def _corr(A, Tn, tnorm):
+    r"""$\mathrm{corr}(A,T)$ per lane, with ``Tn`` the power-of-two normalised target and ``tnorm`` its norm
+    (:func:`~attsvm.gd.model_torch.corr_t`)."""
+    sc = _pow2_scales(A)
+    dot = splat(0.0)
+    nn = splat(0.0)
+    for j in range(A.shape[0]):
+        for k in range(A.shape[1]):
+            x = mul(load(A, (j, k)), sc)
+            dot = add(dot, mul(x, load(Tn, (j, k))))
+            nn = add(nn, mul(x, x))
+    return div(dot, mul(sqrt(nn), tnorm))
+
+
+@_kernel(inline=True)
+def _nonfinite_sum(A, acc):
+    r"""``acc`` $+\sum(A-A)$: 0 where every entry of the lane is finite, NaN otherwise."""
+    for j in range(A.shape[0]):
+        for k in range(A.shape[1]):
+            x = load(A, (j, k))
+            acc = add(acc, sub(x, x))
+    return acc
 
 
 @_kernel
-def _unit_factor(A, lr_k, fac):
-    r"""``fac`` ← $\eta_k/\|A\|_F$ per lane, 0 where $A=0$ (:func:`~attsvm.gd.steps.unit_step`)."""
-    p, q, L = A.shape
-    for ln in range(L):
-        fac[ln] = 0.0
-    for j in range(p):
-        for k in range(q):
-            for ln in range(L):
-                fac[ln] += A[j, k, ln] * A[j, k, ln]
-    for ln in range(L):
-        nrm = math.sqrt(fac[ln])
-        fac[ln] = lr_k[ln] / max(nrm, _TINY) if nrm > 0.0 else 0.0
-
-
-@_kernel
-def _corr(A, Tn, tnorm, scale, dot, nn, out):
-    r"""``out`` ← $\mathrm{corr}(A,T)$ per lane, with ``Tn`` the power-of-two normalised target and ``tnorm`` its norm
-    (:func:`~attsvm.gd.model_torch.corr_t`; ``dot``, ``nn``: work rows)."""
-    p, q, L = A.shape
-    _pow2_scales(A, scale)
-    _zero(dot)
-    _zero(nn)
-    for j in range(p):
-        for k in range(q):
-            for ln in range(L):
-                x = A[j, k, ln] * scale[ln]
-                dot[ln] += x * Tn[j, k, ln]
-                nn[ln] += x * x
-    for ln in range(L):
-        out[ln] = dot[ln] / (math.sqrt(nn[ln]) * tnorm[ln])
-
-
-@_kernel
-def _finite_code(P1, P2, u, loss):
-    """Per lane the :data:`~attsvm.gd.result.NONFINITE` code: 1 parameters, 2 outputs, 3 the loss, 0 finite."""
-    L = u.shape[-1]
-    code = np.zeros(L, np.int64)
-    for ln in range(L):
-        ok = True
-        for j in range(P1.shape[0]):
-            for k in range(P1.shape[1]):
-                ok = ok and math.isfinite(P1[j, k, ln]) and math.isfinite(P2[j, k, ln])
-        if not ok:
+def _finite_code(P1, P2, u, loss, code):
+    """``code`` (8,) ← per lane the :data:`~attsvm.gd.result.NONFINITE` code: 1 parameters, 2 outputs, 3 the loss,
+    0 finite."""
+    zero = splat(0.0)
+    fp = _nonfinite_sum(P2, _nonfinite_sum(P1, zero))
+    fu = zero
+    for i in range(u.shape[0]):
+        x = load(u, i)
+        fu = add(fu, sub(x, x))
+    for ln in range(LANES):
+        if lane(fp, ln) != 0.0:
             code[ln] = 1
-            continue
-        lsum = 0.0
-        for i in range(u.shape[0]):
-            if not math.isfinite(u[i, ln]):
-                ok = False
-            elif loss == 1:
-                lsum += math.exp(-u[i, ln])
-        if not ok:
+        elif lane(fu, ln) != 0.0:
             code[ln] = 2
-        elif loss == 1 and not math.isfinite(lsum):
-            code[ln] = 3
-    return code
+        elif loss == 1:
+            lsum = 0.0
+            for i in range(u.shape[0]):
+                lsum += math.exp(-u[i, ln])
+            code[ln] = 0 if math.isfinite(lsum) else 3
+        else:
+            code[ln] = 0
+
+
+@_kernel
+def _attention(kq, P1, P2, Wb):
+    r"""``Wb`` ← $W$: ``P1`` itself, or $KQ^\top$ for ``kq`` (:func:`~attsvm.gd.steps.W_of`)."""
+    d = Wb.shape[0]
+    if not kq:
+        for j in range(d):
+            for k in range(d):
+                store(Wb, (j, k), load(P1, (j, k)))
+        return
+    m = P1.shape[1]
+    zero = splat(0.0)
+    for j in range(d):
+        k = 0
+        while k + 4 <= d:
+            s0 = s1 = s2 = s3 = zero
+            for r in range(m):
+                x = load(P1, (j, r))
+                s0 = add(s0, mul(x, load(P2, (k, r))))
+                s1 = add(s1, mul(x, load(P2, (k + 1, r))))
+                s2 = add(s2, mul(x, load(P2, (k + 2, r))))
+                s3 = add(s3, mul(x, load(P2, (k + 3, r))))
+            store(Wb, (j, k), s0)
+            store(Wb, (j, k + 1), s1)
+            store(Wb, (j, k + 2), s2)
+            store(Wb, (j, k + 3), s3)
+            k += 4
+        if k + 2 <= d:
+            s0 = s1 = zero
+            for r in range(m):
+                x = load(P1, (j, r))
+                s0 = add(s0, mul(x, load(P2, (k, r))))
+                s1 = add(s1, mul(x, load(P2, (k + 1, r))))
+            store(Wb, (j, k), s0)
+            store(Wb, (j, k + 1), s1)
+            k += 2
+        if k < d:
+            s = zero
+            for r in range(m):
+                s = add(s, mul(load(P1, (j, r)), load(P2, (k, r))))
+            store(Wb, (j, k), s)
+
+
+@_kernel
+def _product(G, F, out, transpose):
+    r"""``out`` ← $\hat GF$ (or $\hat G^\top F$): the factor gradients $\hat GQ$, $\hat G^\top K$."""
+    d, m = F.shape[0], F.shape[1]
+    zero = splat(0.0)
+    for j in range(d):
+        r = 0
+        while r + 4 <= m:
+            s0 = s1 = s2 = s3 = zero
+            for k in range(d):
+                x = load(G, (k, j)) if transpose else load(G, (j, k))
+                s0 = add(s0, mul(x, load(F, (k, r))))
+                s1 = add(s1, mul(x, load(F, (k, r + 1))))
+                s2 = add(s2, mul(x, load(F, (k, r + 2))))
+                s3 = add(s3, mul(x, load(F, (k, r + 3))))
+            store(out, (j, r), s0)
+            store(out, (j, r + 1), s1)
+            store(out, (j, r + 2), s2)
+            store(out, (j, r + 3), s3)
+            r += 4
+        if r + 2 <= m:
+            s0 = s1 = zero
+            for k in range(d):
+                x = load(G, (k, j)) if transpose else load(G, (j, k))
+                s0 = add(s0, mul(x, load(F, (k, r))))
+                s1 = add(s1, mul(x, load(F, (k, r + 1))))
+            store(out, (j, r), s0)
+            store(out, (j, r + 1), s1)
+            r += 2
+        if r < m:
+            s = zero
+            for k in range(d):
+                x = load(G, (k, j)) if transpose else load(G, (j, k))
+                s = add(s, mul(x, load(F, (k, r))))
+            store(out, (j, r), s)
+
+
+@_kernel(inline=True)
+def _move(P, D, fac, out):
+    r"""``out`` ← $P-\mathrm{fac}\cdot D$ per lane (the step of :func:`~attsvm.gd.steps.unit_step`), exactly $P$
+    where ``fac`` is 0 (a frozen or zero-direction factor keeps its bits, signed zeros included)."""
+    frozen = eq(fac, splat(0.0))
+    for j in range(P.shape[0]):
+        for k in range(P.shape[1]):
+            p = load(P, (j, k))
+            store(out, (j, k), where(frozen, p, sub(p, mul(fac, load(D, (j, k))))))
+
+
+@_kernel(inline=True)
+def _take(act, src, dst):
+    """``dst`` ← ``src`` in the lanes where ``act`` is true."""
+    for j in range(src.shape[0]):
+        for k in range(src.shape[1]):
+            store(dst, (j, k), where(act, load(src, (j, k)), load(dst, (j, k))))
 
 
 @_kernel
@@ -420,187 +578,127 @@ def _groups(
 ):  # fmt: skip
     r"""Updates $k_0,\dots,k_1-1$ of groups $g_0\le g<g_1$ in place (the forward pass on ``X``, ``Z``, ``gam``,
     the direction on their power-of-two rescalings ``Xs``, ``Zs``, ``gs``). ``kq``: ``P1``, ``P2`` are $(K,Q)$
-    (d,m,L) per group, else ``P1`` is $W$ (``P2`` unused). ``tgt`` (G,d,d,L) normalised first target and ``thr`` the
+    (d,m,8) per group, else ``P1`` is $W$ (``P2`` unused). ``tgt`` (G,d,d,8) normalised first target and ``thr`` the
     ``target_corr`` threshold (``thr`` > 1: no rule), checked before every update and at $k_1$ (as the engine's loop
-    does at each $k$). ``active`` etc.: the engine's per-data-set stop state, (G,L)."""
-    N, T, d, L = X.shape[1:]
+    does at each $k$). ``active`` etc.: the engine's per-data-set stop state, (G,8)."""
+    N, T, d = X.shape[1], X.shape[2], X.shape[3]
     m = P1.shape[2] if kq else d
-    Wb, Wz, a, e, lz, top, u, M, sc = _forward_scratch(N, T, d, L)
-    S = np.empty((N, T, L))
-    w = np.empty((N, T, L))
-    U = np.empty((N, d, L))
-    G = np.empty((d, d, L))
-    gK = np.empty((d, m, L))
-    gQ = np.empty((d, m, L))
-    n1 = np.empty((P1.shape[1], P1.shape[2], L))
-    n2 = np.empty((P2.shape[1], P2.shape[2], L))
-    lc = np.empty(L)
-    lr_k = np.empty(L)
-    f1 = np.empty(L)
-    f2 = np.empty(L)
-    cr = np.empty(L)
-    tn = np.empty(L)
-    dot = np.empty(L)
-    nn = np.empty(L)
+    Wb, Wz, a, e, lz, gtop, u = _forward_scratch(N, T, d)
+    S = np.empty((N, T, LANES))
+    w = np.empty((N, T, LANES))
+    U = np.empty((N, d, LANES))
+    G = np.empty((d, d, LANES))
+    gK = np.empty((d, m, LANES))
+    gQ = np.empty((d, m, LANES))
+    n1 = np.empty((P1.shape[1], P1.shape[2], LANES))
+    n2 = np.empty((P2.shape[1], P2.shape[2], LANES))
+    code = np.zeros(LANES, np.int64)
     check = thr <= 1.0
+    zero = splat(0.0)
     for g in range(g0, g1):
         c1, c2 = P1[g], P2[g]
         act = active[g]
+        tn = zero
         if check:
-            for ln in range(L):
-                tn[ln] = 0.0
             for j in range(d):
                 for k in range(d):
-                    for ln in range(L):
-                        tn[ln] += tgt[g, j, k, ln] * tgt[g, j, k, ln]
-            for ln in range(L):
-                tn[ln] = math.sqrt(tn[ln])
+                    x = load(tgt, (g, j, k))
+                    tn = add(tn, mul(x, x))
+            tn = sqrt(tn)
         _attention(kq, c1, c2, Wb)
-        _forward(Wb, X[g], Z[g], gam[g], mask[g], has_mask, Wz, a, e, lz, top, u, M, sc)
+        _forward(Wb, X[g], Z[g], gam[g], gs[g], mask[g], has_mask, Wz, a, e, lz, gtop, u)
         for k in range(k0, k1 + 1):
             if check:
-                _corr(Wb, tgt[g], tn, sc, dot, nn, cr)
-                for ln in range(L):
-                    if act[ln] and cr[ln] >= thr:
+                cr = _corr(Wb, tgt[g], tn)
+                for ln in range(LANES):
+                    if act[ln] and lane(cr, ln) >= thr:
                         act[ln] = False
                         reason[g, ln] = 2
             if k == k1:
                 break
             alive = False
-            for ln in range(L):
+            for ln in range(LANES):
                 alive = alive or act[ln]
             if not alive:
                 break
-            for ln in range(L):
-                lr_k[ln] = lr[g, ln] if schedule == 0 else lr[g, ln] / math.sqrt(k + 1)
-            _direction(Xs[g], Zs[g], gs[g], a, e, lz, top, u, loss, S, w, U, G, M, sc, lc)
+            lr_k = load(lr, g) if schedule == 0 else div(load(lr, g), splat(math.sqrt(k + 1)))
+            _direction(Xs[g], Zs[g], gs[g], a, e, lz, gtop, u, loss, S, w, U, G)
             if kq:
                 _product(G, c2, gK, False)
                 _product(G, c1, gQ, True)
-                _normalise(gK, sc)
-                _normalise(gQ, sc)
-                _unit_factor(gK, lr_k, f1)
-                _unit_factor(gQ, lr_k, f2)
+                _normalise(gK)
+                _normalise(gQ)
+                f1 = _unit_factor(gK, lr_k)
+                f2 = _unit_factor(gQ, lr_k)
             else:
-                _unit_factor(G, lr_k, f1)
-                for ln in range(L):
-                    f2[ln] = 0.0
-            for ln in range(L):
-                if act[ln] and f1[ln] == 0.0 and f2[ln] == 0.0:  # the direction is exactly zero: no 0/0 step
+                f1 = _unit_factor(G, lr_k)
+                f2 = zero
+            for ln in range(LANES):
+                if act[ln] and lane(f1, ln) == 0.0 and lane(f2, ln) == 0.0:  # the direction is exactly zero
                     act[ln] = False
                     reason[g, ln] = 1
                 if not act[ln]:
-                    f1[ln] = 0.0
-                    f2[ln] = 0.0
+                    f1 = with_lane(f1, ln, 0.0)
+                    f2 = with_lane(f2, ln, 0.0)
             if kq:
                 _move(c1, gK, f1, n1)
                 _move(c2, gQ, f2, n2)
             else:
                 _move(c1, G, f1, n1)
             _attention(kq, n1, n2 if kq else c2, Wb)
-            _forward(Wb, X[g], Z[g], gam[g], mask[g], has_mask, Wz, a, e, lz, top, u, M, sc)
-            code = _finite_code(n1, n2 if kq else n1, u, loss)
+            _forward(Wb, X[g], Z[g], gam[g], gs[g], mask[g], has_mask, Wz, a, e, lz, gtop, u)
+            _finite_code(n1, n2 if kq else n1, u, loss, code)
             bad = False
-            for ln in range(L):
+            keep = zero
+            for ln in range(LANES):
                 if act[ln] and code[ln] > 0:  # the proposed iterate overflowed: the run stops at its last one
                     act[ln] = False
                     reason[g, ln] = 3
                     nf_code[g, ln] = code[ln]
                     nf_step[g, ln] = k + 1
                     bad = True
-            for ln in range(L):
                 if act[ln]:
-                    for j in range(c1.shape[0]):
-                        for q in range(c1.shape[1]):
-                            c1[j, q, ln] = n1[j, q, ln]
-                    if kq:
-                        for j in range(c2.shape[0]):
-                            for q in range(c2.shape[1]):
-                                c2[j, q, ln] = n2[j, q, ln]
+                    keep = with_lane(keep, ln, 1.0)
                     taken[g, ln] += 1
+            moved = ne(keep, zero)
+            _take(moved, n1, c1)
+            if kq:
+                _take(moved, n2, c2)
             if bad:  # back to the last finite iterate of the stopped lanes (the others moved on)
                 _attention(kq, c1, c2, Wb)
-                _forward(Wb, X[g], Z[g], gam[g], mask[g], has_mask, Wz, a, e, lz, top, u, M, sc)
+                _forward(Wb, X[g], Z[g], gam[g], gs[g], mask[g], has_mask, Wz, a, e, lz, gtop, u)
         for i in range(N):
-            for ln in range(L):
-                u_out[g, i, ln] = u[i, ln]
-                for t in range(T):
-                    logs_out[g, i, t, ln] = a[i, t, ln]
+            store(u_out, (g, i), load(u, i))
+            for t in range(T):
+                store(logs_out, (g, i, t), load(a, (i, t)))
 
 
 @_kernel
-def _forward_scratch(N, T, d, L):
-    r"""Work arrays of :func:`_forward` for one group: $W$, $Wz$, $\log s$, $e$, $\log Z$, top, $u$, two lane rows."""
+def _forward_scratch(N, T, d):
+    r"""Work arrays of :func:`_forward` for one group: $W$, $Wz$, $\log s$, $e$, $\log Z$, the top score, $u$."""
     return (
-        np.empty((d, d, L)),
-        np.empty((N, d, L)),
-        np.empty((N, T, L)),
-        np.empty((N, T, L)),
-        np.empty((N, L)),
-        np.empty((N, L), np.int64),
-        np.empty((N, L)),
-        np.empty(L),
-        np.empty(L),
+        np.empty((d, d, LANES)),
+        np.empty((d, LANES)),
+        np.empty((N, T, LANES)),
+        np.empty((N, T, LANES)),
+        np.empty((N, LANES)),
+        np.empty((N, LANES)),
+        np.empty((N, LANES)),
     )
 
 
 @_kernel
-def _initial_codes(kq, P1, P2, X, Z, gam, mask, has_mask, loss, codes):
-    """``codes`` (G,L) ← the :func:`_finite_code` of every initial point."""
-    N, T, d, L = X.shape[1:]
-    Wb, Wz, a, e, lz, top, u, s1, s2 = _forward_scratch(N, T, d, L)
+def _initial_codes(kq, P1, P2, X, Z, gam, gs, mask, has_mask, loss, codes):
+    """``codes`` (G,8) ← the :func:`_finite_code` of every initial point."""
+    N, T, d = X.shape[1], X.shape[2], X.shape[3]
+    Wb, Wz, a, e, lz, gtop, u = _forward_scratch(N, T, d)
+    code = np.zeros(LANES, np.int64)
     for g in range(X.shape[0]):
         _attention(kq, P1[g], P2[g], Wb)
-        _forward(Wb, X[g], Z[g], gam[g], mask[g], has_mask, Wz, a, e, lz, top, u, s1, s2)
-        codes[g] = _finite_code(P1[g], P2[g] if kq else P1[g], u, loss)
-
-
-@_kernel
-def _attention(kq, P1, P2, Wb):
-    r"""``Wb`` ← $W$: ``P1`` itself, or $KQ^\top$ for ``kq`` (:func:`~attsvm.gd.steps.W_of`)."""
-    d, L = Wb.shape[0], Wb.shape[2]
-    if not kq:
-        for j in range(d):
-            for k in range(d):
-                for ln in range(L):
-                    Wb[j, k, ln] = P1[j, k, ln]
-        return
-    m = P1.shape[1]
-    for j in range(d):
-        for k in range(d):
-            for ln in range(L):
-                Wb[j, k, ln] = 0.0
-            for r in range(m):
-                for ln in range(L):
-                    Wb[j, k, ln] += P1[j, r, ln] * P2[k, r, ln]
-
-
-@_kernel
-def _product(G, F, out, transpose):
-    r"""``out`` ← $\hat GF$ (or $\hat G^\top F$): the factor gradients $\hat GQ$, $\hat G^\top K$."""
-    d, m, L = F.shape
-    for j in range(d):
-        for r in range(m):
-            for ln in range(L):
-                out[j, r, ln] = 0.0
-            for k in range(d):
-                if transpose:
-                    for ln in range(L):
-                        out[j, r, ln] += G[k, j, ln] * F[k, r, ln]
-                else:
-                    for ln in range(L):
-                        out[j, r, ln] += G[j, k, ln] * F[k, r, ln]
-
-
-@_kernel
-def _move(P, D, fac, out):
-    r"""``out`` ← $P-\mathrm{fac}\cdot D$ per lane (the step of :func:`~attsvm.gd.steps.unit_step`), exactly $P$
-    where ``fac`` is 0 (a frozen or zero-direction factor keeps its bits, signed zeros included)."""
-    p, q, L = P.shape
-    for j in range(p):
-        for k in range(q):
-            for ln in range(L):
-                out[j, k, ln] = P[j, k, ln] if fac[ln] == 0.0 else P[j, k, ln] - fac[ln] * D[j, k, ln]
+        _forward(Wb, X[g], Z[g], gam[g], gs[g], mask[g], has_mask, Wz, a, e, lz, gtop, u)
+        _finite_code(P1[g], P2[g] if kq else P1[g], u, loss, code)
+        for ln in range(LANES):
+            codes[g, ln] = code[ln]
 
 
 # ---------------------------------------------------------------------- the Python side
@@ -664,13 +762,13 @@ class State:
         ``mask`` or None, ``theta`` {"W"} or {"K","Q"} (B,...), ``lr`` (B,)) and an optional first target (B,d,d)
         with its ``stop_corr``."""
         B, N, T, d = X.shape
-        Ln = min(LANES, B)
+        Ln = LANES
         Gn = -(-B // Ln)
         lanes = lambda a: to_lanes(a, Gn, Ln)  # noqa: E731
         kq = "K" in theta
         P1 = lanes(theta["K"] if kq else theta["W"]).astype(np.float64)
         P2 = lanes(theta["Q"]).astype(np.float64) if kq else np.zeros((Gn, 1, 1, Ln))
-        msk = np.ones((Gn, N, T, Ln), dtype=np.bool_) if mask is None else lanes(np.asarray(mask, bool))
+        msk = np.ones((Gn, N, T, Ln)) if mask is None else lanes(np.asarray(mask, bool).astype(np.float64))
         if target is None or stop_corr is None:
             tgt, thr = np.zeros((Gn, d, d, Ln)), 2.0
         else:
@@ -727,7 +825,9 @@ class State:
     def initial_codes(self) -> np.ndarray:
         """(B,) :data:`~attsvm.gd.result.NONFINITE` codes of the initial points (0: finite)."""
         codes = np.zeros(self.active.shape, dtype=np.int64)
-        _initial_codes(self.kq, self.P1, self.P2, self.X, self.Z, self.gam, self.mask, self.has_mask, self.loss, codes)
+        _initial_codes(
+            self.kq, self.P1, self.P2, self.X, self.Z, self.gam, self.gs, self.mask, self.has_mask, self.loss, codes
+        )
         return from_lanes(codes, self.B)
 
     def any_active(self) -> bool:
