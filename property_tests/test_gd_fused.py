@@ -80,6 +80,32 @@ def test_the_vector_exp_is_the_scalar_formula():
     assert all(g == simd.exp_scalar_formula(float(x)) for g, x in zip(got, xs))
 
 
+# ---------------------------------------------------------------------- fma
+@numba.njit
+def _fma_lanes(a, b, c):
+    """simd.fma of three (m, 8) arrays, vector by vector."""
+    out = np.empty_like(a)
+    for j in range(a.shape[0]):
+        simd.store(out, j, simd.fma(simd.load(a, j), simd.load(b, j), simd.load(c, j)))
+    return out
+
+
+def test_fma_rounds_once_in_every_lane():
+    """``simd.fma`` is $ab+c$ rounded once (IEEE fusedMultiplyAdd), lane by lane: the exact rational $ab+c$ rounded
+    to nearest (``float`` of a ``Fraction``), and not the product rounded and then the sum (which differs on these
+    inputs, so a mul+add in its place fails here)."""
+    from fractions import Fraction
+
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((2, 256, 8))
+    c = -a * b * (1 + rng.uniform(-1e-3, 1e-3, (256, 8)))  # near-cancellation: the product's rounding shows
+    got = _fma_lanes(a, b, c).ravel()
+    exact = [float(Fraction(x) * Fraction(y) + Fraction(z)) for x, y, z in zip(a.ravel(), b.ravel(), c.ravel())]
+    assert np.array_equal(got, np.array(exact))
+    assert np.count_nonzero((a * b + c).ravel() != np.array(exact)) > 100  # two roundings give other bits here
+    assert all(simd.fma_scalar(x, y, z) == e for x, y, z, e in zip(a.ravel()[:64], b.ravel(), c.ravel(), exact))
+
+
 # ---------------------------------------------------------------------- log, log1p
 @numba.njit
 def _lanes_apply(x, which):

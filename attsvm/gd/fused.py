@@ -78,6 +78,7 @@ from .simd import (
     eq,
     exp,
     fabs,
+    fma,
     gt,
     lane,
     load,
@@ -189,12 +190,12 @@ def _log_neg_dloss(u, loss):
 
 
 @_kernel
-def _forward(W, X, Z, gam, gs, mask, has_mask, Wz, a, e, lz, gtop, u):
+def _forward(W, X, Z, gam, gs, mask, g, has_mask, Wz, a, e, lz, gtop, u):
     r"""Forward pass of one group at $W$ (d,d,8): ``a`` ← $\log s$ (N,T,8), ``e`` ← $e^{a-\max a}$, ``lz`` ←
     $\log Z$, ``gtop`` ← the rescaled score ``gs`` at the first $\arg\max_ta_{it}$, ``u`` ← $u_i$
     (:func:`~attsvm.gd.steps.forward`). Every sum runs in index order from $0$, one :data:`f64x8` accumulator per
     output held in a register."""
-    N, T, d = X.shape[0], X.shape[1], X.shape[2]
+    N, T, d = X.shape[1], X.shape[2], X.shape[3]
     zero = splat(0.0)
     ninf = splat(-np.inf)
     for i in range(N):
@@ -202,11 +203,11 @@ def _forward(W, X, Z, gam, gs, mask, has_mask, Wz, a, e, lz, gtop, u):
         while j + 4 <= d:  # four sums at once: independent chains keep both vector units busy
             s0 = s1 = s2 = s3 = zero
             for k in range(d):
-                z = load(Z, (i, k))
-                s0 = add(s0, mul(z, load(W, (j, k))))
-                s1 = add(s1, mul(z, load(W, (j + 1, k))))
-                s2 = add(s2, mul(z, load(W, (j + 2, k))))
-                s3 = add(s3, mul(z, load(W, (j + 3, k))))
+                z = load(Z, (g, i, k))
+                s0 = fma(z, load(W, (j, k)), s0)
+                s1 = fma(z, load(W, (j + 1, k)), s1)
+                s2 = fma(z, load(W, (j + 2, k)), s2)
+                s3 = fma(z, load(W, (j + 3, k)), s3)
             store(Wz, j, s0)
             store(Wz, j + 1, s1)
             store(Wz, j + 2, s2)
@@ -215,26 +216,26 @@ def _forward(W, X, Z, gam, gs, mask, has_mask, Wz, a, e, lz, gtop, u):
         if j + 2 <= d:  # the rest: two chains, then one
             s0 = s1 = zero
             for k in range(d):
-                z = load(Z, (i, k))
-                s0 = add(s0, mul(z, load(W, (j, k))))
-                s1 = add(s1, mul(z, load(W, (j + 1, k))))
+                z = load(Z, (g, i, k))
+                s0 = fma(z, load(W, (j, k)), s0)
+                s1 = fma(z, load(W, (j + 1, k)), s1)
             store(Wz, j, s0)
             store(Wz, j + 1, s1)
             j += 2
         if j < d:
             s = zero
             for k in range(d):
-                s = add(s, mul(load(Z, (i, k)), load(W, (j, k))))
+                s = fma(load(Z, (g, i, k)), load(W, (j, k)), s)
             store(Wz, j, s)
         t = 0
         while t + 4 <= T:
             s0 = s1 = s2 = s3 = zero
             for j in range(d):
                 y = load(Wz, j)
-                s0 = add(s0, mul(load(X, (i, t, j)), y))
-                s1 = add(s1, mul(load(X, (i, t + 1, j)), y))
-                s2 = add(s2, mul(load(X, (i, t + 2, j)), y))
-                s3 = add(s3, mul(load(X, (i, t + 3, j)), y))
+                s0 = fma(load(X, (g, i, t, j)), y, s0)
+                s1 = fma(load(X, (g, i, t + 1, j)), y, s1)
+                s2 = fma(load(X, (g, i, t + 2, j)), y, s2)
+                s3 = fma(load(X, (g, i, t + 3, j)), y, s3)
             store(a, (i, t), s0)
             store(a, (i, t + 1), s1)
             store(a, (i, t + 2), s2)
@@ -243,24 +244,24 @@ def _forward(W, X, Z, gam, gs, mask, has_mask, Wz, a, e, lz, gtop, u):
         while t < T:
             s = zero
             for j in range(d):
-                s = add(s, mul(load(X, (i, t, j)), load(Wz, j)))
+                s = fma(load(X, (g, i, t, j)), load(Wz, j), s)
             store(a, (i, t), s)
             t += 1
         amax = ninf
-        g = zero
+        top = zero
         for t in range(T):
             s = load(a, (i, t))
             if has_mask:
-                s = where(ne(load(mask, (i, t)), zero), s, ninf)
+                s = where(ne(load(mask, (g, i, t)), zero), s, ninf)
                 store(a, (i, t), s)
             if t == 0:
                 amax = s
-                g = load(gs, (i, 0))
+                top = load(gs, (g, i, 0))
             else:
                 up = gt(s, amax)
                 amax = where(up, s, amax)
-                g = where(up, load(gs, (i, t)), g)
-        store(gtop, i, g)
+                top = where(up, load(gs, (g, i, t)), top)
+        store(gtop, i, top)
         store(lz, i, amax)  # lz holds max_t a first, then the sum of the exps, then log Z
     # the rest in passes over all i: each pass's chains (exp, log) are independent across i and overlap
     for i in range(N):
@@ -283,18 +284,18 @@ def _forward(W, X, Z, gam, gs, mask, has_mask, Wz, a, e, lz, gtop, u):
         acc = zero
         for t in range(T):
             store(a, (i, t), sub(load(a, (i, t)), lzi))
-            acc = add(acc, mul(mul(load(e, (i, t)), inv_z), load(gam, (i, t))))
+            acc = fma(mul(load(e, (i, t)), inv_z), load(gam, (g, i, t)), acc)
         store(u, i, acc)
 
 
 @_kernel
-def _direction(Xs, Zs, gs, a, e, lz, gtop, u, loss, S, w, U, G):
+def _direction(Xs, Zs, gs, g, a, e, lz, gtop, u, loss, S, w, U, G):
     r"""$\hat G=2^{-e}\,e^{-M}\nabla\mathcal L(W)$ (d,d,8) with $\max|\hat G|\in[\frac12,1)$, or 0 (log-domain token
     weights, :func:`~attsvm.gd.model_torch.token_weights_logdomain`, then $\sum_{i,t}\tilde\omega_{it}x_{it}z_i^\top$):
     $\delta_t=\hat\gamma_t-\hat\gamma_{t_1}$; $S=\log s+\log|\ell'|-\log Z$ off $A$ ($-\infty$ on $A$), $M=\max S$;
     $\rho_i=\sum_te^{S-M}\delta$; $\tilde\omega=(e^{S-M}e^{\log Z}\delta-e\,\rho)\cdot(-1/N)$. ``w`` holds $\delta$
     first, then the weights."""
-    N, T, d = Xs.shape[0], Xs.shape[1], Xs.shape[2]
+    N, T, d = Xs.shape[1], Xs.shape[2], Xs.shape[3]
     zero = splat(0.0)
     ninf = splat(-np.inf)
     M = ninf
@@ -302,7 +303,7 @@ def _direction(Xs, Zs, gs, a, e, lz, gtop, u, loss, S, w, U, G):
         lc = add(_log_neg_dloss(load(u, i), loss), neg(load(lz, i)))
         g1 = load(gtop, i)
         for t in range(T):
-            da = sub(load(gs, (i, t)), g1)
+            da = sub(load(gs, (g, i, t)), g1)
             v = add(where(ne(da, zero), load(a, (i, t)), ninf), lc)
             store(w, (i, t), da)
             store(S, (i, t), v)
@@ -316,7 +317,7 @@ def _direction(Xs, Zs, gs, a, e, lz, gtop, u, loss, S, w, U, G):
         rho = zero
         ez = exp(load(lz, i))
         for t in range(T):
-            rho = add(rho, mul(load(S, (i, t)), load(w, (i, t))))
+            rho = fma(load(S, (i, t)), load(w, (i, t)), rho)
         for t in range(T):
             wt = sub(mul(mul(load(S, (i, t)), ez), load(w, (i, t))), mul(load(e, (i, t)), rho))
             store(w, (i, t), mul(wt, inv_n))
@@ -325,10 +326,10 @@ def _direction(Xs, Zs, gs, a, e, lz, gtop, u, loss, S, w, U, G):
             s0 = s1 = s2 = s3 = zero
             for t in range(T):
                 y = load(w, (i, t))
-                s0 = add(s0, mul(load(Xs, (i, t, j)), y))
-                s1 = add(s1, mul(load(Xs, (i, t, j + 1)), y))
-                s2 = add(s2, mul(load(Xs, (i, t, j + 2)), y))
-                s3 = add(s3, mul(load(Xs, (i, t, j + 3)), y))
+                s0 = fma(load(Xs, (g, i, t, j)), y, s0)
+                s1 = fma(load(Xs, (g, i, t, j + 1)), y, s1)
+                s2 = fma(load(Xs, (g, i, t, j + 2)), y, s2)
+                s3 = fma(load(Xs, (g, i, t, j + 3)), y, s3)
             store(U, (i, j), s0)
             store(U, (i, j + 1), s1)
             store(U, (i, j + 2), s2)
@@ -338,15 +339,15 @@ def _direction(Xs, Zs, gs, a, e, lz, gtop, u, loss, S, w, U, G):
             s0 = s1 = zero
             for t in range(T):
                 y = load(w, (i, t))
-                s0 = add(s0, mul(load(Xs, (i, t, j)), y))
-                s1 = add(s1, mul(load(Xs, (i, t, j + 1)), y))
+                s0 = fma(load(Xs, (g, i, t, j)), y, s0)
+                s1 = fma(load(Xs, (g, i, t, j + 1)), y, s1)
             store(U, (i, j), s0)
             store(U, (i, j + 1), s1)
             j += 2
         if j < d:
             s = zero
             for t in range(T):
-                s = add(s, mul(load(Xs, (i, t, j)), load(w, (i, t))))
+                s = fma(load(Xs, (g, i, t, j)), load(w, (i, t)), s)
             store(U, (i, j), s)
     for j in range(d):
         k = 0
@@ -354,10 +355,10 @@ def _direction(Xs, Zs, gs, a, e, lz, gtop, u, loss, S, w, U, G):
             s0 = s1 = s2 = s3 = zero
             for i in range(N):
                 x = load(U, (i, j))
-                s0 = add(s0, mul(x, load(Zs, (i, k))))
-                s1 = add(s1, mul(x, load(Zs, (i, k + 1))))
-                s2 = add(s2, mul(x, load(Zs, (i, k + 2))))
-                s3 = add(s3, mul(x, load(Zs, (i, k + 3))))
+                s0 = fma(x, load(Zs, (g, i, k)), s0)
+                s1 = fma(x, load(Zs, (g, i, k + 1)), s1)
+                s2 = fma(x, load(Zs, (g, i, k + 2)), s2)
+                s3 = fma(x, load(Zs, (g, i, k + 3)), s3)
             store(G, (j, k), s0)
             store(G, (j, k + 1), s1)
             store(G, (j, k + 2), s2)
@@ -367,15 +368,15 @@ def _direction(Xs, Zs, gs, a, e, lz, gtop, u, loss, S, w, U, G):
             s0 = s1 = zero
             for i in range(N):
                 x = load(U, (i, j))
-                s0 = add(s0, mul(x, load(Zs, (i, k))))
-                s1 = add(s1, mul(x, load(Zs, (i, k + 1))))
+                s0 = fma(x, load(Zs, (g, i, k)), s0)
+                s1 = fma(x, load(Zs, (g, i, k + 1)), s1)
             store(G, (j, k), s0)
             store(G, (j, k + 1), s1)
             k += 2
         if k < d:
             s = zero
             for i in range(N):
-                s = add(s, mul(load(U, (i, j)), load(Zs, (i, k))))
+                s = fma(load(U, (i, j)), load(Zs, (g, i, k)), s)
             store(G, (j, k), s)
     _normalise(G)
 
@@ -419,7 +420,7 @@ def _unit_factor(A, lr_k):
     for j in range(A.shape[0]):
         for k in range(A.shape[1]):
             x = load(A, (j, k))
-            ss = add(ss, mul(x, x))
+            ss = fma(x, x, ss)
     nrm = sqrt(ss)
     return where(gt(nrm, splat(0.0)), div(lr_k, where(gt(nrm, splat(_TINY)), nrm, splat(_TINY))), splat(0.0))
 
@@ -434,8 +435,8 @@ def _corr(A, Tn, tnorm):
     for j in range(A.shape[0]):
         for k in range(A.shape[1]):
             x = mul(load(A, (j, k)), sc)
-            dot = add(dot, mul(x, load(Tn, (j, k))))
-            nn = add(nn, mul(x, x))
+            dot = fma(x, load(Tn, (j, k)), dot)
+            nn = fma(x, x, nn)
     return div(dot, mul(sqrt(nn), tnorm))
 
 
@@ -490,10 +491,10 @@ def _attention(kq, P1, P2, Wb):
             s0 = s1 = s2 = s3 = zero
             for r in range(m):
                 x = load(P1, (j, r))
-                s0 = add(s0, mul(x, load(P2, (k, r))))
-                s1 = add(s1, mul(x, load(P2, (k + 1, r))))
-                s2 = add(s2, mul(x, load(P2, (k + 2, r))))
-                s3 = add(s3, mul(x, load(P2, (k + 3, r))))
+                s0 = fma(x, load(P2, (k, r)), s0)
+                s1 = fma(x, load(P2, (k + 1, r)), s1)
+                s2 = fma(x, load(P2, (k + 2, r)), s2)
+                s3 = fma(x, load(P2, (k + 3, r)), s3)
             store(Wb, (j, k), s0)
             store(Wb, (j, k + 1), s1)
             store(Wb, (j, k + 2), s2)
@@ -503,15 +504,15 @@ def _attention(kq, P1, P2, Wb):
             s0 = s1 = zero
             for r in range(m):
                 x = load(P1, (j, r))
-                s0 = add(s0, mul(x, load(P2, (k, r))))
-                s1 = add(s1, mul(x, load(P2, (k + 1, r))))
+                s0 = fma(x, load(P2, (k, r)), s0)
+                s1 = fma(x, load(P2, (k + 1, r)), s1)
             store(Wb, (j, k), s0)
             store(Wb, (j, k + 1), s1)
             k += 2
         if k < d:
             s = zero
             for r in range(m):
-                s = add(s, mul(load(P1, (j, r)), load(P2, (k, r))))
+                s = fma(load(P1, (j, r)), load(P2, (k, r)), s)
             store(Wb, (j, k), s)
 
 
@@ -526,10 +527,10 @@ def _product(G, F, out, transpose):
             s0 = s1 = s2 = s3 = zero
             for k in range(d):
                 x = load(G, (k, j)) if transpose else load(G, (j, k))
-                s0 = add(s0, mul(x, load(F, (k, r))))
-                s1 = add(s1, mul(x, load(F, (k, r + 1))))
-                s2 = add(s2, mul(x, load(F, (k, r + 2))))
-                s3 = add(s3, mul(x, load(F, (k, r + 3))))
+                s0 = fma(x, load(F, (k, r)), s0)
+                s1 = fma(x, load(F, (k, r + 1)), s1)
+                s2 = fma(x, load(F, (k, r + 2)), s2)
+                s3 = fma(x, load(F, (k, r + 3)), s3)
             store(out, (j, r), s0)
             store(out, (j, r + 1), s1)
             store(out, (j, r + 2), s2)
@@ -539,8 +540,8 @@ def _product(G, F, out, transpose):
             s0 = s1 = zero
             for k in range(d):
                 x = load(G, (k, j)) if transpose else load(G, (j, k))
-                s0 = add(s0, mul(x, load(F, (k, r))))
-                s1 = add(s1, mul(x, load(F, (k, r + 1))))
+                s0 = fma(x, load(F, (k, r)), s0)
+                s1 = fma(x, load(F, (k, r + 1)), s1)
             store(out, (j, r), s0)
             store(out, (j, r + 1), s1)
             r += 2
@@ -548,7 +549,7 @@ def _product(G, F, out, transpose):
             s = zero
             for k in range(d):
                 x = load(G, (k, j)) if transpose else load(G, (j, k))
-                s = add(s, mul(x, load(F, (k, r))))
+                s = fma(x, load(F, (k, r)), s)
             store(out, (j, r), s)
 
 
@@ -603,10 +604,10 @@ def _groups(
             for j in range(d):
                 for k in range(d):
                     x = load(tgt, (g, j, k))
-                    tn = add(tn, mul(x, x))
+                    tn = fma(x, x, tn)
             tn = sqrt(tn)
         _attention(kq, c1, c2, Wb)
-        _forward(Wb, X[g], Z[g], gam[g], gs[g], mask[g], has_mask, Wz, a, e, lz, gtop, u)
+        _forward(Wb, X, Z, gam, gs, mask, g, has_mask, Wz, a, e, lz, gtop, u)
         for k in range(k0, k1 + 1):
             if check:
                 cr = _corr(Wb, tgt[g], tn)
@@ -622,7 +623,7 @@ def _groups(
             if not alive:
                 break
             lr_k = load(lr, g) if schedule == 0 else div(load(lr, g), splat(math.sqrt(k + 1)))
-            _direction(Xs[g], Zs[g], gs[g], a, e, lz, gtop, u, loss, S, w, U, G)
+            _direction(Xs, Zs, gs, g, a, e, lz, gtop, u, loss, S, w, U, G)
             if kq:
                 _product(G, c2, gK, False)
                 _product(G, c1, gQ, True)
@@ -646,7 +647,7 @@ def _groups(
             else:
                 _move(c1, G, f1, n1)
             _attention(kq, n1, n2 if kq else c2, Wb)
-            _forward(Wb, X[g], Z[g], gam[g], gs[g], mask[g], has_mask, Wz, a, e, lz, gtop, u)
+            _forward(Wb, X, Z, gam, gs, mask, g, has_mask, Wz, a, e, lz, gtop, u)
             _finite_code(n1, n2 if kq else n1, u, loss, code)
             bad = False
             keep = zero
@@ -666,7 +667,7 @@ def _groups(
                 _take(moved, n2, c2)
             if bad:  # back to the last finite iterate of the stopped lanes (the others moved on)
                 _attention(kq, c1, c2, Wb)
-                _forward(Wb, X[g], Z[g], gam[g], gs[g], mask[g], has_mask, Wz, a, e, lz, gtop, u)
+                _forward(Wb, X, Z, gam, gs, mask, g, has_mask, Wz, a, e, lz, gtop, u)
         for i in range(N):
             store(u_out, (g, i), load(u, i))
             for t in range(T):
@@ -695,7 +696,7 @@ def _initial_codes(kq, P1, P2, X, Z, gam, gs, mask, has_mask, loss, codes):
     code = np.zeros(LANES, np.int64)
     for g in range(X.shape[0]):
         _attention(kq, P1[g], P2[g], Wb)
-        _forward(Wb, X[g], Z[g], gam[g], gs[g], mask[g], has_mask, Wz, a, e, lz, gtop, u)
+        _forward(Wb, X, Z, gam, gs, mask, g, has_mask, Wz, a, e, lz, gtop, u)
         _finite_code(P1[g], P2[g] if kq else P1[g], u, loss, code)
         for ln in range(LANES):
             codes[g, ln] = code[ln]

@@ -15,6 +15,7 @@ at an index of the leading axes (a tuple, ``()`` for a 1-d array of 8). :func:`e
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 from llvmlite import ir
 from numba import njit, types
@@ -233,6 +234,21 @@ fabs = _unary_llvm("llvm.fabs.v8f64", "Lane-wise $|a|$ (exact).")
 
 
 @intrinsic
+def fma(typingctx, a, b, c):
+    r"""Lane-wise $ab+c$ rounded once: IEEE 754 fusedMultiplyAdd (LLVM ``llvm.fma``; a libm ``fma`` call where the
+    CPU has no FMA instruction), so the same bits on every machine. Written out where the kernel wants it: the
+    compiler never contracts ``add(c, mul(a, b))`` (two roundings) into one."""
+    if a != f64x8 or b != f64x8 or c != f64x8:
+        return None
+
+    def codegen(context, builder, sig, args):
+        f = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_VEC, [_VEC, _VEC, _VEC]), "llvm.fma.v8f64")
+        return builder.call(f, [args[0], args[1], args[2]])
+
+    return f64x8(a, b, c), codegen
+
+
+@intrinsic
 def neg(typingctx, a):
     """Lane-wise $-a$ (exact; the sign bit flipped, $-0$ for $0$)."""
     if a != f64x8:
@@ -321,6 +337,12 @@ TWO52 = 2.0**52
 UNDERFLOW = -745.2
 
 
+def fma_scalar(a: float, b: float, c: float) -> float:
+    """$ab+c$ rounded once, in plain Python (exact rationals, then one rounding: ``float`` of a ``Fraction`` rounds
+    to nearest even), as :func:`fma` computes each lane; for finite arguments."""
+    return float(Fraction(a) * Fraction(b) + Fraction(c))
+
+
 def exp_scalar_formula(x: float, q: tuple[float, ...] = EXP_Q) -> float:
     """:func:`exp` of one float in plain Python, with the polynomial ``q`` (the tests plant a wrong coefficient here
     to show the ulp check can fail)."""
@@ -331,10 +353,12 @@ def exp_scalar_formula(x: float, q: tuple[float, ...] = EXP_Q) -> float:
     hi = x - kf * LN2HI
     lo = kf * LN2LO
     r = hi - lo
-    p = q[-1]
-    for c in reversed(q[:-1]):
-        p = c + r * p
-    y = 1.0 - ((lo - (r * r) * p) - hi)
+    r2 = r * r
+    r4 = r2 * r2
+    pairs = [fma_scalar(r, q[j + 1], q[j]) for j in range(0, len(q), 2)]  # q_j + q_{j+1} r, rounded once
+    p = fma_scalar(r4, fma_scalar(r2, pairs[3], pairs[2]), fma_scalar(r2, pairs[1], pairs[0]))
+    p = fma_scalar(r4 * r4, pairs[4], p)
+    y = 1.0 - ((lo - r2 * p) - hi)
     return math.ldexp(y, int(kf))
 
 
@@ -355,16 +379,17 @@ def exp(x):
     hi = sub(x, mul(kf, splat(LN2HI)))
     lo = mul(kf, splat(LN2LO))
     r = sub(hi, lo)
-    p = add(splat(EXP_Q[8]), mul(r, splat(EXP_Q[9])))
-    p = add(splat(EXP_Q[7]), mul(r, p))
-    p = add(splat(EXP_Q[6]), mul(r, p))
-    p = add(splat(EXP_Q[5]), mul(r, p))
-    p = add(splat(EXP_Q[4]), mul(r, p))
-    p = add(splat(EXP_Q[3]), mul(r, p))
-    p = add(splat(EXP_Q[2]), mul(r, p))
-    p = add(splat(EXP_Q[1]), mul(r, p))
-    p = add(splat(EXP_Q[0]), mul(r, p))
-    y = sub(splat(1.0), sub(sub(lo, mul(mul(r, r), p)), hi))
+    r2 = mul(r, r)
+    r4 = mul(r2, r2)
+    # Estrin's scheme (short dependency chains): pairs q_j + q_{j+1} r, then pairs of pairs in r^2, r^4, r^8
+    p01 = fma(r, splat(EXP_Q[1]), splat(EXP_Q[0]))
+    p23 = fma(r, splat(EXP_Q[3]), splat(EXP_Q[2]))
+    p45 = fma(r, splat(EXP_Q[5]), splat(EXP_Q[4]))
+    p67 = fma(r, splat(EXP_Q[7]), splat(EXP_Q[6]))
+    p89 = fma(r, splat(EXP_Q[9]), splat(EXP_Q[8]))
+    p = fma(r4, fma(r2, p67, p45), fma(r2, p23, p01))
+    p = fma(mul(r4, r4), p89, p)
+    y = sub(splat(1.0), sub(sub(lo, mul(r2, p)), hi))
     # a subnormal result m 2^-1074 is built from its integer m = y 2^(k+1074) rounded to nearest even (by adding and
     # subtracting 2^52, exact in the normal range), not by a product that underflows (a microcode assist)
     low = lt(kf, splat(-1021.0))
