@@ -63,7 +63,8 @@ class Mask8Model(models.PrimitiveModel):
 
 
 def _lane_pointer(context, builder, aryty, ary, idxty, idx):
-    """Pointer to lane 0 of ``ary[idx]`` as ``<8 x double>*`` (``idx`` indexes the leading axes)."""
+    """Pointer to lane 0 of ``ary[idx]`` as ``<8 x double>*`` (``idx`` indexes the leading axes; the last axis of
+    ``ary`` must have :data:`WIDTH` entries)."""
     arr = context.make_array(aryty)(context, builder, ary)
     if isinstance(idxty, types.BaseTuple):
         inds = [
@@ -73,6 +74,9 @@ def _lane_pointer(context, builder, aryty, ary, idxty, idx):
         inds = [context.cast(builder, idx, idxty, types.intp)]
     inds.append(context.get_constant(types.intp, 0))
     shape = cgutils.unpack_tuple(builder, arr.shape, aryty.ndim)
+    # the lanes axis has WIDTH entries (the arrays' contract): with the constant, the address of [..., c + 1, 0] is
+    # that of [..., c, 0] plus 64 bytes, known to the compiler, so neighbouring vectors share one address register
+    shape[-1] = context.get_constant(types.intp, WIDTH)
     strides = cgutils.unpack_tuple(builder, arr.strides, aryty.ndim)
     ptr = cgutils.get_item_pointer2(context, builder, arr.data, shape, strides, aryty.layout, inds)
     return builder.bitcast(ptr, _VEC.as_pointer())
