@@ -74,6 +74,7 @@ from .simd import (
     WIDTH,
     add,
     any_lane,
+    both,
     div,
     eq,
     exp,
@@ -455,27 +456,25 @@ def _nonfinite_sum(A, acc):
 
 
 @_kernel(refcount=False)
-def _finite_code(P1, P2, u, loss, code):
-    """``code`` (8,) ← per lane the :data:`~attsvm.gd.result.NONFINITE` code: 1 parameters, 2 outputs, 3 the loss,
-    0 finite."""
+def _finite_code(P1, P2, u, loss):
+    """Per lane the :data:`~attsvm.gd.result.NONFINITE` code, as a float: 1 parameters, 2 outputs, 3 the loss, 0
+    finite."""
     zero = splat(0.0)
     fp = _nonfinite_sum(P2, _nonfinite_sum(P1, zero))
     fu = zero
     for i in range(u.shape[0]):
         x = load(u, i)
         fu = add(fu, sub(x, x))
-    for ln in range(LANES):
-        if lane(fp, ln) != 0.0:
-            code[ln] = 1
-        elif lane(fu, ln) != 0.0:
-            code[ln] = 2
-        elif loss == 1:
-            lsum = 0.0
-            for i in range(u.shape[0]):
-                lsum += math.exp(-u[i, ln])
-            code[ln] = 0 if math.isfinite(lsum) else 3
-        else:
-            code[ln] = 0
+    code = where(ne(fp, zero), splat(1.0), where(ne(fu, zero), splat(2.0), zero))
+    if loss == 1:  # exponential loss: sum_i e^{-u_i} may overflow where u is finite
+        for ln in range(LANES):
+            if lane(code, ln) == 0.0:
+                lsum = 0.0
+                for i in range(u.shape[0]):
+                    lsum += math.exp(-u[i, ln])
+                if not math.isfinite(lsum):
+                    code = with_lane(code, ln, 3.0)
+    return code
 
 
 @_kernel(refcount=False)
@@ -596,7 +595,6 @@ def _groups(
         np.empty((N, T, LANES)), np.empty((N, T, LANES)), np.empty((N, d, LANES)), np.empty((d, d, LANES)),
         np.empty((d, m, LANES)), np.empty((d, m, LANES)),
         np.empty((P1.shape[1], P1.shape[2], LANES)), np.empty((P2.shape[1], P2.shape[2], LANES)),
-        np.zeros(LANES, np.int64),
     )  # fmt: skip
 
 
@@ -604,7 +602,7 @@ def _groups(
 def _steps(
     g0, g1, kq, P1, P2, X, Z, gam, Xs, Zs, gs, mask, has_mask, lr, schedule, loss, k0, k1, tgt, thr,
     active, taken, reason, nf_code, nf_step, logs_out, u_out,
-    Wb, Wz, a, e, lz, gtop, u, S, w, U, G, gK, gQ, n1, n2, code,
+    Wb, Wz, a, e, lz, gtop, u, S, w, U, G, gK, gQ, n1, n2,
 ):  # fmt: skip
     """:func:`_groups` with its work arrays given (allocated by :func:`_groups`)."""
     N, T, d = X.shape[1], X.shape[2], X.shape[3]
@@ -613,6 +611,12 @@ def _steps(
     for g in range(g0, g1):
         c1, c2 = P1[g], P2[g]
         act = active[g]
+        actv = zero  # 1 in the active lanes, else 0 (act as a vector)
+        takenv = zero  # taken[g] as a vector (exact integers), written back after the group's steps
+        for ln in range(LANES):
+            if act[ln]:
+                actv = with_lane(actv, ln, 1.0)
+            takenv = with_lane(takenv, ln, float(taken[g, ln]))
         tn = zero
         if check:
             for j in range(d):
@@ -629,12 +633,10 @@ def _steps(
                     if act[ln] and lane(cr, ln) >= thr:
                         act[ln] = False
                         reason[g, ln] = 2
+                        actv = with_lane(actv, ln, 0.0)
             if k == k1:
                 break
-            alive = False
-            for ln in range(LANES):
-                alive = alive or act[ln]
-            if not alive:
+            if not any_lane(ne(actv, zero)):
                 break
             lr_k = load(lr, g) if schedule == 0 else div(load(lr, g), splat(math.sqrt(k + 1)))
             _direction(Xs, Zs, gs, g, a, e, lz, gtop, u, loss, S, w, U, G)
@@ -648,13 +650,16 @@ def _steps(
             else:
                 f1 = _unit_factor(G, lr_k)
                 f2 = zero
-            for ln in range(LANES):
-                if act[ln] and lane(f1, ln) == 0.0 and lane(f2, ln) == 0.0:  # the direction is exactly zero
-                    act[ln] = False
-                    reason[g, ln] = 1
-                if not act[ln]:
-                    f1 = with_lane(f1, ln, 0.0)
-                    f2 = with_lane(f2, ln, 0.0)
+            live = ne(actv, zero)
+            if any_lane(both(live, both(eq(f1, zero), eq(f2, zero)))):  # the direction is exactly zero
+                for ln in range(LANES):
+                    if act[ln] and lane(f1, ln) == 0.0 and lane(f2, ln) == 0.0:
+                        act[ln] = False
+                        reason[g, ln] = 1
+                        actv = with_lane(actv, ln, 0.0)
+                live = ne(actv, zero)
+            f1 = where(live, f1, zero)
+            f2 = where(live, f2, zero)
             if kq:
                 _move(c1, gK, f1, n1)
                 _move(c2, gQ, f2, n2)
@@ -662,26 +667,26 @@ def _steps(
                 _move(c1, G, f1, n1)
             _attention(kq, n1, n2 if kq else c2, Wb)
             _forward(Wb, X, Z, gam, gs, mask, g, has_mask, Wz, a, e, lz, gtop, u)
-            _finite_code(n1, n2 if kq else n1, u, loss, code)
-            bad = False
-            keep = zero
-            for ln in range(LANES):
-                if act[ln] and code[ln] > 0:  # the proposed iterate overflowed: the run stops at its last one
-                    act[ln] = False
-                    reason[g, ln] = 3
-                    nf_code[g, ln] = code[ln]
-                    nf_step[g, ln] = k + 1
-                    bad = True
-                if act[ln]:
-                    keep = with_lane(keep, ln, 1.0)
-                    taken[g, ln] += 1
-            moved = ne(keep, zero)
+            code = _finite_code(n1, n2 if kq else n1, u, loss)
+            bad = any_lane(both(ne(actv, zero), gt(code, zero)))
+            if bad:  # the proposed iterate overflowed: the run stops at its last one
+                for ln in range(LANES):
+                    if act[ln] and lane(code, ln) > 0.0:
+                        act[ln] = False
+                        reason[g, ln] = 3
+                        nf_code[g, ln] = int(lane(code, ln))
+                        nf_step[g, ln] = k + 1
+                        actv = with_lane(actv, ln, 0.0)
+            takenv = add(takenv, actv)
+            moved = ne(actv, zero)
             _take(moved, n1, c1)
             if kq:
                 _take(moved, n2, c2)
             if bad:  # back to the last finite iterate of the stopped lanes (the others moved on)
                 _attention(kq, c1, c2, Wb)
                 _forward(Wb, X, Z, gam, gs, mask, g, has_mask, Wz, a, e, lz, gtop, u)
+        for ln in range(LANES):
+            taken[g, ln] = int(lane(takenv, ln))
         for i in range(N):
             store(u_out, (g, i), load(u, i))
             for t in range(T):
@@ -707,13 +712,12 @@ def _initial_codes(kq, P1, P2, X, Z, gam, gs, mask, has_mask, loss, codes):
     """``codes`` (G,8) ← the :func:`_finite_code` of every initial point."""
     N, T, d = X.shape[1], X.shape[2], X.shape[3]
     Wb, Wz, a, e, lz, gtop, u = _forward_scratch(N, T, d)
-    code = np.zeros(LANES, np.int64)
     for g in range(X.shape[0]):
         _attention(kq, P1[g], P2[g], Wb)
         _forward(Wb, X, Z, gam, gs, mask, g, has_mask, Wz, a, e, lz, gtop, u)
-        _finite_code(P1[g], P2[g] if kq else P1[g], u, loss, code)
+        code = _finite_code(P1[g], P2[g] if kq else P1[g], u, loss)
         for ln in range(LANES):
-            codes[g, ln] = code[ln]
+            codes[g, ln] = int(lane(code, ln))
 
 
 # ---------------------------------------------------------------------- the Python side
