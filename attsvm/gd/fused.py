@@ -27,22 +27,26 @@ per-kernel overhead (docs/gd.md, "Speed of the step"). Here a group of :data:`LA
 cache for the whole run, and every operation runs across the group: the data sets are the lanes of one
 :data:`~attsvm.gd.simd.f64x8` value (LLVM ``<8 x double>``, one AVX-512 register), every array holds its 8 lanes
 last and contiguous, and the kernel is written in the lane-wise operations of :mod:`attsvm.gd.simd` (load, store,
-add, mul, exp, log, ...), so each data set's arithmetic is the plain sequential formula, independent of its
-neighbours (no operation mixes lanes, no reassociation, no fused multiply-add contraction). A run's numbers
-therefore do not depend on the batch, its order, the group it falls in, the shards or the threads. Every sum is
-a register accumulator; a contraction computes four sums at once (independent chains, so the adds' latency does
-not serialise the loop), and the forward pass runs its exps and logs in passes over all $i$ so their long
-dependency chains overlap. ``exp`` has no division, and its results that round to 0 or to a subnormal are set
-or built from integer bits instead of by a product that underflows (each such product costs a microcode assist).
-Per data set and step (CPU time, E3's sizes): about 1500–1650 cycles for $W$ and 2950–3200 for $(K,Q)$, against
-3700–4000 and 8600–8800 for the 32-lane loop version before it (docs/gd.md).
+add, fma, mul, exp, log, ...), so each data set's arithmetic is the plain sequential formula, independent of its
+neighbours (no operation mixes lanes, no reassociation; every term of a sum is one explicit, correctly rounded
+FMA :func:`~attsvm.gd.simd.fma` — IEEE fusedMultiplyAdd, the same bits on every machine — and the compiler
+contracts nothing). A run's numbers therefore do not depend on the batch, its order, the group it falls in, the
+shards, the threads or the CPU. Every sum is a register accumulator; a contraction computes four sums at once
+(independent chains, so the FMAs' latency does not serialise the loop), and the forward pass runs its exps and
+logs in passes over all $i$ so their long dependency chains overlap. ``exp`` has no division, and its results
+that round to 0 or to a subnormal are set or built from integer bits instead of by a product that underflows (each
+such product costs a microcode assist). The step's functions are compiled without numba's reference counting
+(they borrow the arrays :func:`_groups` allocates; no atomic count updates per call) and the stop state of a group
+is a vector (scalar lane loops only where a lane stops). Per data set and step (CPU time, E3's sizes): about
+1150–1200 cycles for $W$ and 2350–2500 for $(K,Q)$, against 1430–1650 and 2950–3200 before issue 31's second
+round and 3700–4000 and 8600–8800 for the 32-lane loop version (docs/gd.md).
 
 **Numbers.** The same formulas as the torch engine in the same order, but not the same bits: ``exp``, ``log``
 and ``log1p`` are :func:`attsvm.gd.simd.exp` (fdlibm's reduction, a degree-9 polynomial for $(e^r-1-r)/r^2$),
 :func:`~attsvm.gd.simd.log` and :func:`~attsvm.gd.simd.log1p` (fdlibm's method), each within 1 ulp of 50-digit
-mpmath (tested), where torch uses SLEEF and libm, and sums run in plain sequential order where torch's reductions
-use their own. The two agree to ``tol("batch_rtol")`` over short runs and both agree with the 50-digit replay
-(:func:`attsvm.highprec.replay`) to ``tol("replay_rtol")`` (tested).
+mpmath (tested), where torch uses SLEEF and libm, and sums run in plain sequential order (a fused multiply-add per
+term) where torch's reductions use their own. The two agree to ``tol("batch_rtol")`` over short runs and both agree
+with the 50-digit replay (:func:`attsvm.highprec.replay`) to ``tol("replay_rtol")`` (tested).
 
 Threads: the groups are split into ``threads`` contiguous ranges run on Python threads (the kernel releases the
 GIL; no threading layer of numba is used, so a forked worker is safe). Compiled code is cached on disk by numba in
@@ -196,10 +200,10 @@ def _log_neg_dloss(u, loss):
 
 @_kernel(refcount=False)
 def _forward(W, X, Z, gam, gs, mask, g, has_mask, Wz, a, e, lz, gtop, u):
-    r"""Forward pass of one group at $W$ (d,d,8): ``a`` ← $\log s$ (N,T,8), ``e`` ← $e^{a-\max a}$, ``lz`` ←
-    $\log Z$, ``gtop`` ← the rescaled score ``gs`` at the first $\arg\max_ta_{it}$, ``u`` ← $u_i$
-    (:func:`~attsvm.gd.steps.forward`). Every sum runs in index order from $0$, one :data:`f64x8` accumulator per
-    output held in a register."""
+    r"""Forward pass of group ``g`` (of ``X``, ``Z``, ``gam``, ``gs``, ``mask``) at $W$ (d,d,8): ``a`` ← $\log s$
+    (N,T,8), ``e`` ← $e^{a-\max a}$, ``lz`` ← $\log Z$, ``gtop`` ← the rescaled score ``gs`` at the first
+    $\arg\max_ta_{it}$, ``u`` ← $u_i$ (:func:`~attsvm.gd.steps.forward`). Every sum runs in index order from $0$,
+    one :data:`f64x8` accumulator per output held in a register, one FMA per term."""
     N, T, d = X.shape[1], X.shape[2], X.shape[3]
     zero = splat(0.0)
     ninf = splat(-np.inf)
@@ -295,8 +299,9 @@ def _forward(W, X, Z, gam, gs, mask, g, has_mask, Wz, a, e, lz, gtop, u):
 
 @_kernel(refcount=False)
 def _direction(Xs, Zs, gs, g, a, e, lz, gtop, u, loss, S, w, U, G):
-    r"""$\hat G=2^{-e}\,e^{-M}\nabla\mathcal L(W)$ (d,d,8) with $\max|\hat G|\in[\frac12,1)$, or 0 (log-domain token
-    weights, :func:`~attsvm.gd.model_torch.token_weights_logdomain`, then $\sum_{i,t}\tilde\omega_{it}x_{it}z_i^\top$):
+    r"""$\hat G=2^{-e}\,e^{-M}\nabla\mathcal L(W)$ (d,d,8) of group ``g`` (of ``Xs``, ``Zs``, ``gs``) with
+    $\max|\hat G|\in[\frac12,1)$, or 0 (log-domain token weights,
+    :func:`~attsvm.gd.model_torch.token_weights_logdomain`, then $\sum_{i,t}\tilde\omega_{it}x_{it}z_i^\top$):
     $\delta_t=\hat\gamma_t-\hat\gamma_{t_1}$; $S=\log s+\log|\ell'|-\log Z$ off $A$ ($-\infty$ on $A$), $M=\max S$;
     $\rho_i=\sum_te^{S-M}\delta$; $\tilde\omega=(e^{S-M}e^{\log Z}\delta-e\,\rho)\cdot(-1/N)$. ``w`` holds $\delta$
     first, then the weights."""

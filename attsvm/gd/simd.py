@@ -3,13 +3,17 @@ AVX-512 register) and the operations the fused kernel (:mod:`attsvm.gd.fused`) i
 
 Every operation is the IEEE operation of each lane on its own — ``add(a, b)`` is $a_l+b_l$ rounded once, for
 $l=0,\dots,7$ — so a value computed in a lane does not depend on the other lanes (no reduction across lanes exists
-here, and no fused multiply-add: ``add(c, mul(a, b))`` rounds twice, as the scalar ``c + a * b`` does without
-fastmath). A loop whose accumulator is an :data:`f64x8` local keeps it in a register: the compiled loop is the
-vector instructions themselves, with no lane loop, no trip count to test and no alias check.
+here). A fused multiply-add is written out where it is wanted: :func:`fma` is IEEE fusedMultiplyAdd ($ab+c$ rounded
+once, LLVM ``llvm.fma``: the same bits on every machine, a libm call where the CPU has no FMA instruction); the
+compiler never contracts ``add(c, mul(a, b))`` (two roundings, as the scalar ``c + a * b`` without fastmath) and
+never reassociates. A loop whose accumulator is an :data:`f64x8` local keeps it in a register: the compiled loop is
+the vector instructions themselves, with no lane loop, no trip count to test and no alias check.
 
 Arrays hold the lanes last and contiguous, ``(..., 8)``: :func:`load` and :func:`store` read and write the 8 lanes
-at an index of the leading axes (a tuple, ``()`` for a 1-d array of 8). :func:`exp` is $e^x$ within 1 ulp
-(fdlibm's reduction; a polynomial instead of its rational step, so no division).
+at an index of the leading axes (a tuple, ``()`` for a 1-d array of 8); the lanes axis must have 8 entries (its
+length is a constant in the address, so neighbouring vectors sit at offsets the compiler knows). :func:`exp` is
+$e^x$ within 1 ulp (fdlibm's reduction; a polynomial instead of its rational step, so no division, evaluated by
+Estrin's scheme with FMAs).
 """
 
 from __future__ import annotations
@@ -153,7 +157,7 @@ def _binary(op: str, doc: str):
 
 add = _binary("fadd", "Lane-wise $a+b$.")
 sub = _binary("fsub", "Lane-wise $a-b$.")
-mul = _binary("fmul", "Lane-wise $ab$ (no contraction with a following add).")
+mul = _binary("fmul", "Lane-wise $ab$ (never contracted with a following add; :func:`fma` is the fused form).")
 div = _binary("fdiv", "Lane-wise $a/b$.")
 
 
@@ -349,7 +353,7 @@ def fma_scalar(a: float, b: float, c: float) -> float:
 
 def exp_scalar_formula(x: float, q: tuple[float, ...] = EXP_Q) -> float:
     """:func:`exp` of one float in plain Python, with the polynomial ``q`` (the tests plant a wrong coefficient here
-    to show the ulp check can fail)."""
+    to show the ulp check can fail): the same operations, each FMA as :func:`fma_scalar`."""
     if x < UNDERFLOW:
         return 0.0
     x = min(x, 709.0)
@@ -369,11 +373,12 @@ def exp_scalar_formula(x: float, q: tuple[float, ...] = EXP_Q) -> float:
 @njit(inline="always", nogil=True)
 def exp(x):
     r"""Lane-wise $e^x$ for $x\le709$ or $x=-\infty$, within 1 ulp: $x=k\ln2+r$, $|r|\le\frac12\ln2$ (Cody–Waite,
-    $\ln2$ in two parts, as fdlibm), $e^r=1+r+r^2Q(r)$ (:data:`EXP_Q`; evaluated as fdlibm's
-    $1-((\mathrm{lo}-r^2Q)-\mathrm{hi})$ so the small terms are added first), then $2^k$ from its bits — and a subnormal
-    result $m\,2^{-1074}$ from the bits of its integer $m=y\,2^{k+1074}$ rounded to nearest even, so it is rounded
-    once and no product underflows. $e^0=1$ exactly;
-    $x<-745.2$ gives 0 (set, not computed). (Checked against 50-digit mpmath in the tests.)"""
+    $\ln2$ in two parts, as fdlibm), $e^r=1+r+r^2Q(r)$ (:data:`EXP_Q`, by Estrin's scheme with :func:`fma`:
+    $Q=(q_{01}+r^2q_{23})+r^4(q_{45}+r^2q_{67})+r^8q_{89}$, $q_{j,j+1}=q_j+q_{j+1}r$, each FMA rounded once; then
+    fdlibm's $1-((\mathrm{lo}-r^2Q)-\mathrm{hi})$ so the small terms are added first), then $2^k$ from its bits —
+    and a subnormal result $m\,2^{-1074}$ from the bits of its integer $m=y\,2^{k+1074}$ rounded to nearest even, so
+    it is rounded once and no product underflows. $e^0=1$ exactly; $x<-745.2$ gives 0 (set, not computed). (Checked
+    against 50-digit mpmath in the tests.)"""
     # a result that rounds to 0 is set, not computed: a product that underflows costs a microcode assist (over
     # 100 cycles for the whole vector), and e^{-inf} = 0 is common here (the pairs of the argmax, masked tokens)
     zero = lt(x, splat(UNDERFLOW))
