@@ -10,11 +10,12 @@ r"""Benchmarks of the batched GD engine (issues 3, 31), printed side by side wit
      (:func:`attsvm.gd.shards.run_sharded`, bit-identical to the one-process run);
    * ``--peers`` (default all): ``jax``, the JAX program a performance-minded user would write
      (:mod:`peer_jax`: float64, ``jit`` of ``vmap`` over the data sets, ``lax.fori_loop`` over the steps, the
-     log-domain direction written from the equations), its compile time apart from its run time, and beside it
+     log-domain direction written from the equations), its compile time apart from its run time, on one XLA CPU
+     device (XLA runs it on one core) and with the batch sharded over one host device per core, and beside it
      ``jax.grad`` of the textbook loss (how it ends: the softmax underflows, the gradient goes inexact, then exactly
      zero); ``torch``, the batched eager torch program (:mod:`peer_torch`: one tensor over all data sets, no per-run
      loop); ``loop``, a per-run autograd + ``torch.optim.SGD`` loop with the normalised gradient, timed on
-     ``--baseline-runs`` runs and scaled to the sweep.
+     ``--baseline-runs`` runs and scaled to the sweep (their median times B).
 
    Each line prints the achieved GFLOP/s — the arithmetic of the four contractions per step and data set,
    $4Nd(d+T)$ for $W$ (logits $x^\top Wz$ and the gradient $\sum_t\omega_tx_tz^\top$) plus $6d^2m$ for $(K,Q)$
@@ -239,7 +240,12 @@ class Line:
 
 
 def jax_peer(ds, param: str, steps: int, ref: Reference, line: Line, torch_final: float | None, repeat: int) -> None:
-    """The JAX peer (log domain) and ``jax.grad`` of the textbook loss, timed and checked (module docstring)."""
+    """The JAX peer (log domain) on one CPU device and sharded over one device per core, and ``jax.grad`` of the
+    textbook loss, timed and checked (module docstring)."""
+    cores = len(os.sched_getaffinity(0))
+    if "jax" not in sys.modules:  # one XLA host device per core (XLA runs this program on one core per device)
+        flag = f"--xla_force_host_platform_device_count={cores}"
+        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {flag}".strip()
     try:
         import jax
         import peer_jax as pj
@@ -247,16 +253,20 @@ def jax_peer(ds, param: str, steps: int, ref: Reference, line: Line, torch_final
         print(f"   {JAX_MISSING}")
         return
     X, Z, gam = e3.problem(ds)
-    th0, Xj, Zj, gj = pj.device_args(e3.initial(param, len(X)), X, Z, gam, param)
-    cores = len(os.sched_getaffinity(0))
-    for textbook in (False, True):
+    args = pj.device_args(e3.initial(param, len(X)), X, Z, gam, param)
+    ndev = max(n for n in range(1, min(cores, len(jax.devices())) + 1) if len(X) % n == 0)
+    variants = [(False, "1 device", args)]
+    if ndev > 1:
+        variants.append((False, f"sharded over {ndev} devices", pj.sharded(args, ndev)))
+    variants.append((True, "", args))
+    for textbook, where, (th0, Xj, Zj, gj) in variants:
         runner = pj.make_runner(param, LR, textbook=textbook)
         t0 = time.perf_counter()
         compiled = runner.lower(th0, Xj, Zj, gj, 0).compile()
         ctime = time.perf_counter() - t0
         state = {}
 
-        def advance(th, k, compiled=compiled, state=state):
+        def advance(th, k, compiled=compiled, state=state, Xj=Xj, Zj=Zj, gj=gj):
             th, zero = compiled(th, Xj, Zj, gj, k)
             jax.block_until_ready(th)
             state["zero"] = zero
@@ -267,8 +277,8 @@ def jax_peer(ds, param: str, steps: int, ref: Reference, line: Line, torch_final
         sec, its = timed_segments(advance, th0, bounds, read, repeat)
         if not textbook:
             print(
-                f"   {'JAX peer (jit+vmap+fori_loop, log domain)':46s}: compile {ctime:5.2f} s, run {sec:6.2f} s"
-                f" | {line.rate(sec)} | {line.ratio(sec)} (XLA's thread pool, {cores} cores)"
+                f"   {f'JAX peer (log domain), {where}':46s}: compile {ctime:5.2f} s, run"
+                f" {sec:6.2f} s | {line.rate(sec)} | {line.ratio(sec)}"
             )
             print(f"      {ref.describe(*ref.check(its), torch_final)}")
         else:
@@ -278,7 +288,7 @@ def jax_peer(ds, param: str, steps: int, ref: Reference, line: Line, torch_final
             g = one_minus_corr(Wt, Wa)
             stalled = int(np.sum(np.asarray(state["zero"])))
             print(
-                f"   {'JAX jax.grad of the textbook loss':46s}: compile {ctime:5.2f} s, run {sec:6.2f} s"
+                f"   {'JAX jax.grad of the textbook loss, 1 device':46s}: compile {ctime:5.2f} s, run {sec:6.2f} s"
                 f" | ends: 1-corr(W, attsvm's W) median {np.median(g):.1e}, max {np.max(g):.1e};"
                 f" gradient exactly 0 (stalled) in {stalled} of {len(g)} data sets"
             )
@@ -327,7 +337,7 @@ def sweep(param: str, a: argparse.Namespace, steps: int, peak: float) -> None:
     base = None
     if "loop" in peers:
         per = [baseline_run(generate.paper_law(N, T, D, seed=s), param, steps) for s in range(a.baseline_runs)]
-        base = float(np.mean(per)) * B
+        base = float(np.median(per)) * B  # the median: one run slowed by other jobs does not set the scale
     for label, wall, inner, summary, load in runs:
         up = "" if base is None else f" | speed-up over the loop {base / wall:6.1f}x"
         ld = f"kernel load {load:5.2f} s, " if load else ""
@@ -343,8 +353,8 @@ def sweep(param: str, a: argparse.Namespace, steps: int, peak: float) -> None:
         torch_peer(ds, param, steps, threads, ref, line, torch_final, a.repeat)
     if base is not None:
         print(
-            f"   per-run autograd+SGD loop (1 data set at a time): {np.mean(per) * 1e3:7.1f} ms/run"
-            f" (median {np.median(per) * 1e3:.1f}, {len(per)} runs) x {B} = {base:8.1f} s | {line.ratio(base)}"
+            f"   per-run autograd+SGD loop (1 data set at a time): median {np.median(per) * 1e3:7.1f} ms/run"
+            f" (mean {np.mean(per) * 1e3:.1f}, {len(per)} runs) x {B} = {base:8.1f} s | {line.ratio(base)}"
         )
 
 

@@ -107,12 +107,13 @@ def lscpu_max_mhz(text: str | None = None) -> float | None:
 
 
 def this_cpu(cpuinfo: str | None = None, lscpu: str | None = None, cores: int | None = None) -> CPU:
-    """This machine's :class:`CPU` (or the one the given ``/proc/cpuinfo`` and ``lscpu`` texts describe)."""
+    """This machine's :class:`CPU`, or the one the given ``/proc/cpuinfo`` and ``lscpu`` texts and core count
+    describe (each left out is read from this machine)."""
     if cpuinfo is None:
         with open("/proc/cpuinfo") as fh:
             cpuinfo = fh.read()
     model, flags, mhz = parse_cpuinfo(cpuinfo)
-    top = lscpu_max_mhz(lscpu) if lscpu is not None or cpuinfo is None else lscpu_max_mhz()
+    top = lscpu_max_mhz(lscpu)  # None: run lscpu here
     if top is not None and top > 0:
         mhz, src = top, "lscpu max MHz"
     else:

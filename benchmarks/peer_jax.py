@@ -114,6 +114,16 @@ def make_runner(param: str, lr: float, textbook: bool = False) -> Callable:
     return jax.jit(jax.vmap(one, in_axes=(0, 0, 0, 0, None)))
 
 
+def sharded(args: tuple, n: int) -> tuple:
+    """``args`` (:func:`device_args`) split along the data sets over the first ``n`` JAX devices (``jit`` then runs
+    each device's share of the batch on its own: on CPU, one core each with
+    ``XLA_FLAGS=--xla_force_host_platform_device_count=n`` set before JAX starts)."""
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    spec = NamedSharding(Mesh(np.array(jax.devices()[:n]), ("b",)), PartitionSpec("b"))
+    return jax.tree_util.tree_map(lambda a: jax.device_put(a, spec), args)
+
+
 def device_args(th: dict, X: np.ndarray, Z: np.ndarray, gam: np.ndarray, param: str):
     """The runner's arguments on the JAX device: ``(theta tuple, X, Z, gam)``."""
     keys = ("W",) if param == "W" else ("K", "Q")

@@ -38,7 +38,9 @@ def unit(g: torch.Tensor, lr: float) -> torch.Tensor:
     return torch.where(n > 0, lr / torch.where(n > 0, n, 1.0), 0.0) * g
 
 
-def run(th: dict[str, torch.Tensor], X, Z, gam, lr: float, steps: int) -> dict[str, torch.Tensor]:
+def run(
+    th: dict[str, torch.Tensor], X: torch.Tensor, Z: torch.Tensor, gam: torch.Tensor, lr: float, steps: int
+) -> dict[str, torch.Tensor]:
     """``steps`` normalised steps of every data set (``th``: ``{"W"}`` or ``{"K","Q"}``, (B,d,d) tensors)."""
     th = dict(th)
     for _ in range(steps):

@@ -40,7 +40,7 @@ level (no function-level imports inside the package), and no private names (``pr
 checks both)::
 
     0  blas  budget  constraints  cvx  primal  support             (no imports inside the package)
-    1  dual  exact  reference  solution                            working-set dual; exact integers; cvxpy; result
+    1  dual  eqdual  exact  reference  solution                    working-set duals; exact integers; cvxpy; result
     2  spectral                                                    exact spectral-norm / PSD proofs
     3  scaling                                                     exact power-of-two rescaling
     4  certificate  farkas                                         exact certificates; Farkas / feasibility
@@ -120,7 +120,7 @@ PROGRAMS = declare("svm.PROGRAMS", PROGRAM_CHECKS)
 #: the import layers of the package (module docstring), lowest first
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("blas", "budget", "constraints", "cvx", "primal", "support"),
-    ("dual", "exact", "reference", "solution"),
+    ("dual", "eqdual", "exact", "reference", "solution"),
     ("spectral",),
     ("scaling",),
     ("certificate", "farkas"),

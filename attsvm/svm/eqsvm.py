@@ -86,6 +86,7 @@ from .blas import blas_threads
 from .budget import require
 from .certificate import MAX_EXACT_DIGITS, hadamard
 from .cvx import farkas_lp, margins_expr, solve
+from .eqdual import solve_eqdual
 from .exact import fmpz_matrix, pow2, to_integers
 from .scaling import Scale, exact_ldexp, exponent, unscale_solution
 from .solution import SVMSolution
@@ -898,7 +899,6 @@ def _solve_working_set(prog: ExactProgram, certify: bool, program: str) -> SVMSo
     r"""Frobenius by :func:`attsvm.svm.eqdual.solve_eqdual`: the solution (certified when ``certify``; the
     returned $W$ is then the exact optimum correctly rounded, ``objective`` the exact $\|W\|_F^2$ rounded), the
     infeasible verdict when its ray has an exact Farkas counterpart, or None (undecided: the caller falls back)."""
-    from .eqdual import solve_eqdual
 
     t0 = time.perf_counter()
     try:
