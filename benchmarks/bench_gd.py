@@ -327,7 +327,7 @@ def sweep(param: str, a: argparse.Namespace, steps: int, peak: float) -> None:
                 save = os.path.join(tmp, f"{kern}.npz") if w == 1 else ""
                 name = f"{kern}, {label}{f', {thr} threads' if w == 1 else ''}"
                 timed = [batched_process(param, B, steps, thr, w, kern, save=save) for _ in range(a.repeat)]
-                runs.append((name, *(min(t[i] for t in timed) for i in (0, 1)), timed[0][2], timed[0][3]))
+                runs.append((name, *(min(t[i] for t in timed) for i in (0, 1)), timed[0][2], min(t[3] for t in timed)))
         finals = {k: v for k, v in np.load(os.path.join(tmp, "fused.npz")).items()}
         torch_final = None
         if os.path.exists(os.path.join(tmp, "torch.npz")):
