@@ -167,6 +167,16 @@ def new_canvas(width: float, height: float):
     return _pyplot().figure(figsize=(float(width), float(height)), layout="constrained")
 
 
+def image_panel(ax, image, **imshow: Any):
+    """Draw ``image`` (a 2-d array, as float) on ``ax`` with ``imshow`` keywords, as a picture: no ticks, no grid.
+    Returns the ``AxesImage`` (for a colour bar)."""
+    im = ax.imshow(np.asarray(image, dtype=float), **imshow)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.grid(False)
+    return im
+
+
 def band_stats(runs, log: bool = False) -> dict[str, Any]:
     r"""Mean $\pm$ one standard deviation over the runs of ``runs`` (R points, B seeds; NaNs ignored):
     ``{"mean", "lo", "hi"}`` of length R, plus ``"log"`` and ``"n_min"``/``"n"``, the fewest and most seeds

@@ -354,7 +354,7 @@ def plot(res: dict):
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch, Rectangle
 
-    from attsvm.figures import COLORS, TEXT_IN, band, new_canvas
+    from attsvm.figures import COLORS, TEXT_IN, band, image_panel, new_canvas
 
     s = res["settings"]
     fig = new_canvas(TEXT_IN, 7.4)
@@ -388,10 +388,7 @@ def plot(res: dict):
     bottom = outer[1].subgridspec(1, len(sh["images"]))
     for j, im in enumerate(sh["images"]):
         a = fig.add_subplot(bottom[0, j])
-        a.imshow(np.asarray(im, dtype=float), cmap="gray_r", vmin=0, vmax=1)
-        a.set_xticks([])
-        a.set_yticks([])
-        a.grid(False)
+        image_panel(a, im, cmap="gray_r", vmin=0, vmax=1)
         x0, y0, w, h = token_box(s["tokens"], s["query"])
         a.add_patch(Rectangle((x0, y0), w, h, fill=False, edgecolor=COLORS["reference"], linestyle="--", lw=1.2))
         for p, inset in (("W", 0.0), ("KQ", 0.18)):

@@ -165,7 +165,7 @@ def plot(res: dict):
     from matplotlib.lines import Line2D
     from matplotlib.patches import Rectangle
 
-    from attsvm.figures import PALETTE, TEXT_IN, new_canvas
+    from attsvm.figures import PALETTE, TEXT_IN, image_panel, new_canvas
     from attsvm.patches import patch_box
     from attsvm.realdata import MODELS as LAB
     from attsvm.realdata import curve_panels
@@ -184,20 +184,14 @@ def plot(res: dict):
     im = None
     for j, (m, k) in enumerate((m, k) for m in MODELS for k in ("face", "non_face")):
         a = fig.add_subplot(maps[0, j])
-        im = a.imshow(np.asarray(res[m]["attention_map"][k], dtype=float), cmap="viridis", vmin=0, vmax=vmax)
-        a.set_xticks([])
-        a.set_yticks([])
-        a.grid(False)
+        im = image_panel(a, res[m]["attention_map"][k], cmap="viridis", vmin=0, vmax=vmax)
         a.set_title(f"{names[m]}\n{k.replace('_', '-')}s", fontsize=8, color=PALETTE[LAB[m][1]])
     fig.colorbar(im, ax=fig.axes[-6:], shrink=0.8, label="mean attention")
     sh = res["shown"]
     bottom = outer[2].subgridspec(1, len(sh["images"]))
     for j, img in enumerate(sh["images"]):
         a = fig.add_subplot(bottom[0, j])
-        a.imshow(np.asarray(img, dtype=float), cmap="gray", vmin=0, vmax=1)
-        a.set_xticks([])
-        a.set_yticks([])
-        a.grid(False)
+        image_panel(a, img, cmap="gray", vmin=0, vmax=1)
         x0, y0, w, h = patch_box(s["query"], GRID[1], PATCH)
         a.add_patch(Rectangle((x0, y0), w, h, fill=False, edgecolor="0.6", linestyle="--", lw=1.0))
         for m, inset in (("W", 0.0), ("joint", 0.6), ("frozen", 1.2)):
